@@ -1,0 +1,77 @@
+# Faux-MAGNUM teaching kit. Two commands for a workshop participant:
+#   make lab    set up .venv (first time only) and start JupyterLab on notebooks/
+#   make test   set up .venv (first time only) and run every test
+# After editing a .pyx file: `make build`, then restart the notebook kernel.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: lab test build venv unit unit-python notebooks browser chromium bench clean help
+
+help:
+	@echo "make lab     - install (first time) and start JupyterLab on notebooks/ (127.0.0.1)"
+	@echo "make test    - install (first time) and run the whole suite (both backends, nbval, browser)"
+	@echo "make build   - recompile the Cython extensions after editing a .pyx (then restart the kernel)"
+	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
+
+venv: $(STAMP)
+
+# Build requirements first, because the editable install skips build isolation
+# (so a rebuild uses the same numpy/Cython as the running kernel).
+$(STAMP): pyproject.toml setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "setuptools>=69" wheel "Cython>=3.0" "numpy>=1.26"
+	$(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"
+	touch $(STAMP)
+
+build: $(STAMP)
+	$(PY) setup.py build_ext --inplace -q
+	@$(PY) -c "import magnum_lib; print('magnum_lib backend:', magnum_lib.backend())"
+
+lab: build
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser $(ROOT_FLAG) \
+		--ServerApp.root_dir=notebooks
+
+# Debian's chromium for the browser tests: installed with apt when we are root and it
+# is missing; otherwise the browser tests skip with a one-line reason.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium with apt-get"; \
+		(apt-get install -y -q chromium >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)) \
+		|| echo "chromium install failed; browser tests will skip"; \
+	fi
+
+unit: build
+	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser
+
+unit-python: build
+	MAGNUM_PUREPYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser
+
+notebooks: build
+	cd notebooks && MAGNUM_NB_SOLUTIONS=1 ../$(PY) -m pytest -q -p no:cacheprovider \
+		--nbval-lax --nbval-current-env .
+
+browser: build chromium
+	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+
+test: build chromium
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory unit && \
+	$(MAKE) --no-print-directory unit-python && \
+	$(MAKE) --no-print-directory notebooks && \
+	$(MAKE) --no-print-directory browser; \
+	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
+
+bench: build
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build *.egg-info test-artifacts
+	find magnum_lib \( -name '*.so' -o -name '*.c' -o -name '*.html' \) -delete
