@@ -26,7 +26,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "setuptools>=69" wheel "Cython>=3.0" "numpy>=1.26"
+	$(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26"
 	$(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"
 	touch $(STAMP)
 

@@ -1,0 +1,59 @@
+"""The error the engine raises for a bad parameter, so callers can name it their way.
+
+``ParameterError`` is a ``ValueError`` whose message reads ``"<name> <detail>"``; it also
+keeps ``name`` and ``detail`` apart so the CLI can print ``--arrival-rate <detail>``
+instead of ``arrival_rate <detail>``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+
+class ParameterError(ValueError):
+    """A parameter is out of range or of the wrong kind.
+
+    Attributes
+    ----------
+    name : str
+        The parameter's name (as in the Python signature).
+    detail : str
+        What is wrong and what is accepted, e.g. ``"must be >= 1, got 0"``.
+    """
+
+    def __init__(self, name: str, detail: str):
+        super().__init__(f"{name} {detail}")
+        self.name = name
+        self.detail = detail
+
+
+def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
+    """Return ``value`` as an int in ``[minimum, maximum]`` or raise ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(name, f"must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ParameterError(name, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ParameterError(name, f"must be <= {maximum}, got {value}")
+    return value
+
+
+def check_positive(name: str, value, maximum: float | None = None) -> float:
+    """Return ``value`` as a finite float in ``(0, maximum]`` or raise ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(name, f"must be a number > 0, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(name, f"must be a finite number > 0, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ParameterError(name, f"must be <= {maximum:g}, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value, choices) -> str:
+    """Return ``value`` if it is one of ``choices`` or raise ParameterError."""
+    if value not in choices:
+        accepted = ", ".join(repr(c) for c in choices)
+        raise ParameterError(name, f"must be one of {accepted}, got {value!r}")
+    return value

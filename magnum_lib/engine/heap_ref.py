@@ -1,0 +1,78 @@
+"""Pure-Python event heap: the readable reference for ``_heap.pyx``.
+
+Events are ``(time_ns, payload)`` pairs. The heap orders them by time, and events at
+the same time by the order they were pushed (an insertion counter breaks ties), so a
+simulation built on it is deterministic. Times and payloads are int64, as in the
+compiled heap.
+"""
+from __future__ import annotations
+
+import heapq
+import operator
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _int64(value, name: str) -> int:
+    # Mirror the compiled heap's C conversion: integers only (TypeError), int64 range.
+    value = operator.index(value)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError(f"{name}={value} does not fit in int64")
+    return value
+
+
+class EventHeap:
+    """Binary min-heap of events ``(time_ns, payload)``.
+
+    Parameters
+    ----------
+    capacity : int, optional
+        Accepted for API parity with the compiled heap; Python lists grow by themselves.
+    """
+
+    def __init__(self, capacity: int = 16):
+        self._items: list[tuple[int, int, int]] = []  # (time, seq, payload)
+        self._next_seq = 0
+
+    def push(self, time, payload=0) -> None:
+        """Add an event at ``time`` (int ns) carrying ``payload`` (int64)."""
+        item = (_int64(time, "time"), self._next_seq, _int64(payload, "payload"))
+        self._next_seq += 1
+        heapq.heappush(self._items, item)
+
+    def pop(self) -> tuple[int, int]:
+        """Remove and return the earliest event as ``(time_ns, payload)``."""
+        if not self._items:
+            raise IndexError("pop from an empty EventHeap")
+        time, _, payload = heapq.heappop(self._items)
+        return time, payload
+
+    def replace(self, time, payload=0) -> tuple[int, int]:
+        """Pop the earliest event and push a new one; return the popped ``(time_ns, payload)``.
+
+        Equivalent to ``pop()`` then ``push(time, payload)`` (like ``heapq.heapreplace``).
+        """
+        item = (_int64(time, "time"), self._next_seq, _int64(payload, "payload"))
+        if not self._items:
+            raise IndexError("replace on an empty EventHeap")
+        self._next_seq += 1
+        time, _, payload = heapq.heapreplace(self._items, item)
+        return time, payload
+
+    def peek(self) -> tuple[int, int]:
+        """Return the earliest event ``(time_ns, payload)`` without removing it."""
+        if not self._items:
+            raise IndexError("peek at an empty EventHeap")
+        time, _, payload = self._items[0]
+        return time, payload
+
+    def clear(self) -> None:
+        """Drop every event (the insertion counter keeps counting)."""
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"EventHeap(len={len(self._items)})"

@@ -1,0 +1,172 @@
+"""``simulate_queue``: a seeded FIFO multi-server queue run, summarized.
+
+Draws interarrival and service times from one seeded ``numpy.random.Generator``
+(interarrivals first, then services), converts them to int64 ns, runs the active
+backend's kernel (``_queue.pyx`` or ``queue_ref.py``) and summarizes the per-job times.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from magnum_lib._backend import backend as active_backend
+from magnum_lib.engine import distributions, metrics
+from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.engine.queue_ref import MAX_HORIZON_NS
+
+_KERNELS = {"compiled": "magnum_lib.engine._queue", "python": "magnum_lib.engine.queue_ref"}
+MAX_JOBS = 100_000_000  # 10^8 jobs is about 5 GB of arrays: more is a mistake here
+# Rates above 10^8 /s mean events under 10 ns apart, too close to the 1 ns clock tick.
+MAX_RATE = 1e8
+
+
+def kernel(name: str | None = None):
+    """The queue kernel module for backend ``name`` (default: the active backend)."""
+    name = active_backend() if name is None else check_choice("backend", name, tuple(_KERNELS))
+    return importlib.import_module(_KERNELS[name])
+
+
+@dataclass(frozen=True, eq=False)
+class QueueResult:
+    """Summary of one queue run. Times are in seconds.
+
+    ``wait`` and ``time_in_system`` hold one read-only entry per job, in arrival order.
+    """
+
+    servers: int
+    arrival_rate: float
+    service_rate: float
+    service: str
+    cv: float
+    seed: int
+    backend: str
+    jobs: int
+    events: int
+    wall_s: float  # seconds of wall-clock time for draws + simulation + summary
+    wait_mean: float
+    time_in_system_mean: float
+    p_wait: float  # fraction of jobs whose wait was > 0
+    utilization: float  # busy-server time / (servers x makespan)
+    p50: float  # percentiles of the time in system
+    p95: float
+    p99: float
+    mean_in_system: float  # L, time-average number of jobs in system
+    littles_law_error: float  # |L - lambda_hat W| / L, lambda_hat = jobs / makespan
+    makespan: float  # time of the last departure
+    wait: np.ndarray = field(repr=False)
+    time_in_system: np.ndarray = field(repr=False)
+
+    @property
+    def load(self) -> float:
+        """Offered load per server, ``arrival_rate / (servers x service_rate)``."""
+        return self.arrival_rate / (self.servers * self.service_rate)
+
+    def to_dict(self) -> dict:
+        """The ``faux-magnum queue --json`` object: summary numbers plus ``backend``."""
+        return {key: getattr(self, key) for key in JSON_KEYS}
+
+
+JSON_KEYS = ("wait_mean", "time_in_system_mean", "p_wait", "utilization", "p50", "p95",
+             "p99", "jobs", "events", "wall_s", "backend")
+
+
+def validate_queue(servers, arrival_rate, service_rate, service, cv, jobs, seed) -> tuple:
+    """Check ``simulate_queue``'s parameters; return them normalized.
+
+    Raises
+    ------
+    ParameterError
+        (a ValueError) naming the first bad parameter, its value and what is accepted.
+    """
+    servers = check_int("servers", servers, 1, MAX_JOBS)
+    arrival_rate = check_positive("arrival_rate", arrival_rate, MAX_RATE)
+    service_rate = check_positive("service_rate", service_rate, MAX_RATE)
+    service = check_choice("service", service, distributions.SERVICE_KINDS)
+    cv = check_positive("cv", cv, 100.0)
+    jobs = check_int("jobs", jobs, 1, MAX_JOBS)
+    seed = check_int("seed", seed, 0)
+    load = arrival_rate / (servers * service_rate)
+    if load >= 1:
+        raise ParameterError(
+            "arrival_rate",
+            f"gives load = arrival rate / (servers x service rate) = {arrival_rate:g} / "
+            f"({servers} x {service_rate:g}) = {load:.4g} >= 1: the queue is unstable "
+            "(it grows without bound); need load < 1",
+        )
+    return servers, arrival_rate, service_rate, service, cv, jobs, seed
+
+
+def simulate_queue(servers: int, arrival_rate: float, service_rate: float, service: str = "exp",
+                   cv: float = 1.0, jobs: int = 100_000, seed: int = 0,
+                   backend: str | None = None) -> QueueResult:
+    """Simulate a FIFO queue with Poisson arrivals and ``servers`` identical servers.
+
+    Parameters
+    ----------
+    servers : int
+        Number of servers c (>= 1).
+    arrival_rate, service_rate : float
+        lambda and mu, per second (> 0); the load lambda / (c mu) must be < 1.
+    service : {"exp", "det", "lognormal"}
+        Service-time distribution with mean ``1 / service_rate``: M/M/c, M/D/c or M/G/c.
+    cv : float
+        Coefficient of variation of the lognormal service time (ignored otherwise).
+    jobs : int
+        Number of jobs to simulate (the run ends when the last one leaves).
+    seed : int
+        Seed of the numpy Generator (>= 0): same seed, same result, on both backends.
+    backend : {"compiled", "python"}, optional
+        Force a kernel (e.g. to time the speed-up); default: the active backend.
+
+    Returns
+    -------
+    QueueResult
+    """
+    servers, arrival_rate, service_rate, service, cv, jobs, seed = validate_queue(
+        servers, arrival_rate, service_rate, service, cv, jobs, seed)
+    name = active_backend() if backend is None else check_choice("backend", backend, tuple(_KERNELS))
+    run_kernel = kernel(name).simulate_fifo  # import before the clock starts
+
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    interarrival_s = distributions.exponential(rng, arrival_rate, jobs)
+    service_s = distributions.service_times(rng, service, 1.0 / service_rate, cv, jobs)
+    horizon_ns = (interarrival_s.sum() + service_s.sum()) * distributions.NS_PER_S
+    if horizon_ns >= MAX_HORIZON_NS:  # the makespan is at most this sum
+        raise ParameterError(
+            "jobs", f"= {jobs} at these rates spans about {horizon_ns / 1e9:.3g} s, beyond the "
+            f"int64-nanosecond clock (< {MAX_HORIZON_NS / 1e9:.3g} s); use fewer jobs or higher rates")
+    out = run_kernel(distributions.to_ns(interarrival_s), distributions.to_ns(service_s), servers)
+    return summarize(out, servers=servers, arrival_rate=arrival_rate, service_rate=service_rate,
+                     service=service, cv=cv, seed=seed, backend=name, started=start)
+
+
+def summarize(out: dict, *, started: float, **params) -> QueueResult:
+    """Turn a kernel's output dict into a :class:`QueueResult`."""
+    wait_ns, tis_ns = out["wait"], out["time_in_system"]
+    jobs = int(tis_ns.size)
+    tis_mean = metrics.mean_s(tis_ns)
+    little = metrics.littles_law(out["area_ns"], out["makespan_ns"], jobs, tis_mean)
+    p50, p95, p99 = metrics.percentiles_s(tis_ns)
+    wait = wait_ns / metrics.NS_PER_S
+    tis = tis_ns / metrics.NS_PER_S
+    wait.flags.writeable = tis.flags.writeable = False
+    return QueueResult(
+        jobs=jobs,
+        events=int(out["events"]),
+        wait_mean=metrics.mean_s(wait_ns),
+        time_in_system_mean=tis_mean,
+        p_wait=float(np.count_nonzero(wait_ns) / jobs),
+        utilization=metrics.utilization(out["busy_ns"], params["servers"], out["makespan_ns"]),
+        p50=p50, p95=p95, p99=p99,
+        mean_in_system=little.mean_in_system,
+        littles_law_error=little.relative_error,
+        makespan=out["makespan_ns"] / metrics.NS_PER_S,
+        wait=wait,
+        time_in_system=tis,
+        wall_s=time.perf_counter() - started,
+        **params,
+    )

@@ -1,0 +1,148 @@
+"""Catalog explorer (notebook 00): one accelerator's public figures beside the article's,
+and a roofline showing where a chosen request lands on it.
+
+UI only: the numbers come from :mod:`magnum_lib.widgets.catalog_model` and
+:mod:`magnum_lib.hardware`.
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as widgets
+import numpy as np
+
+from magnum_lib import hardware
+from magnum_lib.widgets import catalog_model
+from magnum_lib.widgets._base import Explorer, new_figure, slider
+
+_INTENSITY = np.logspace(-2, 4, 200)  # FLOP/byte, the roofline's x axis
+_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp32")
+
+
+class CatalogExplorer(Explorer):
+    """Device and precision dropdowns, request size sliders; claims table and roofline.
+
+    Attributes
+    ----------
+    widget, controls, readout, figure, image
+        As for every explorer. Controls: ``"device"`` (catalog key), ``"precision"``,
+        ``"gflop"`` (request size, GFLOP), ``"gbytes"`` (bytes moved, GB = 1e9 bytes).
+    result : magnum_lib.hardware.Cost or None
+        Roofline time/energy of the request on the device; None when the device lacks
+        the precision (the readout says so).
+    scenario : catalog_model.RequestScenario
+    """
+
+    css_class = "magnum-catalog-explorer"
+
+    def __init__(self, catalog: hardware.Catalog | None = None, *, device: str = "h100_sxm",
+                 precision: str = "bf16", gflop: float = 1000.0, gbytes: float = 10.0):
+        self.catalog = catalog if catalog is not None else hardware.load_catalog()
+        device = self.catalog.resolve(device)
+        controls = {
+            "device": widgets.Dropdown(options=[(a.name, k) for k, a in self.catalog.items()], value=device,
+                                       description="device", style={"description_width": "150px"}),
+            "precision": widgets.Dropdown(options=list(_PRECISIONS), value=precision, description="precision",
+                                          style={"description_width": "150px"}),
+            "gflop": slider(widgets.FloatLogSlider, "request (GFLOP)", value=gflop, base=10, min=-1, max=6,
+                            step=0.1, readout_format=".3g"),
+            "gbytes": slider(widgets.FloatLogSlider, "bytes moved (GB)", value=gbytes, base=10, min=-3, max=3,
+                             step=0.1, readout_format=".3g"),
+        }
+        super().__init__(controls, new_figure(7.0, 3.8))
+        self._ax = self.figure.add_subplot()
+        self._init_artists()
+        self.update()
+
+    @property
+    def result(self) -> hardware.Cost | None:
+        """The latest roofline Cost, or None when the device lacks the precision."""
+        return None if self.scenario is None else self.scenario.cost
+
+    def _init_artists(self) -> None:
+        ax = self._ax
+        self._others = {}
+        for key in self.catalog:
+            (self._others[key],) = ax.plot([], [], lw=1, color="0.75")
+        (self._roof,) = ax.plot([], [], lw=3, color="tab:blue", label="this device's roofline")
+        (self._point,) = ax.plot([], [], "o", ms=10, color="crimson", label="your request")
+        self._ridge = ax.axvline(1.0, color="tab:blue", ls=":", lw=1, label="ridge point")
+        self._missing = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
+                                color="crimson", fontsize=11, visible=False, wrap=True,
+                                bbox={"facecolor": "white", "edgecolor": "crimson"})
+        ax.set(xscale="log", yscale="log", xlim=(_INTENSITY[0], _INTENSITY[-1]), ylim=(1e10, 1e16),
+               xlabel="arithmetic intensity (FLOP per byte moved)", ylabel="attainable FLOP/s")
+        ax.minorticks_off()  # log-log minor ticks cost more to draw than the rest of the figure
+        ax.legend(loc="lower right", fontsize=8)
+
+    def evaluate(self) -> catalog_model.RequestScenario:
+        c = self.controls
+        return catalog_model.evaluate(self.catalog, c["device"].value, c["gflop"].value * 1e9,
+                                      c["gbytes"].value * 1e9, c["precision"].value)
+
+    def draw(self, sc: catalog_model.RequestScenario) -> None:
+        p = sc.precision
+        for key, line in self._others.items():
+            acc = self.catalog[key]
+            if p in acc.peak_flops and key != sc.device:
+                line.set_data(_INTENSITY, catalog_model.roofline(acc, p, _INTENSITY))
+            else:
+                line.set_data([], [])
+        ok = sc.cost is not None
+        for artist in (self._roof, self._point, self._ridge):
+            artist.set_visible(ok)
+        self._missing.set_visible(not ok)
+        name = self.catalog[sc.device].name
+        if not ok:
+            self._missing.set_text(f"{name} has no {p.upper()} peak")
+            self._ax.set_title(f"{name}: no {p.upper()}", fontsize=10)
+            return
+        acc = self.catalog[sc.device]
+        self._roof.set_data(_INTENSITY, catalog_model.roofline(acc, p, _INTENSITY))
+        self._point.set_data([sc.intensity], [sc.achieved_flops])
+        self._ridge.set_xdata([sc.ridge, sc.ridge])
+        self._ax.set_title(f"{name}, {p.upper()}: {sc.cost.bound}-bound request "
+                           f"({sc.cost.time_s * 1e3:.3g} ms)", fontsize=10)
+
+    def readout_html(self, sc: catalog_model.RequestScenario) -> str:
+        acc = self.catalog[sc.device]
+        specs = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+                        for k, v in catalog_model.spec_rows(acc))
+        claims = catalog_model.claim_rows(self.catalog, sc.device)
+        claim_html = "".join(
+            f"<tr><td>{html.escape(r['claim'])}</td><td>{_num(r['article'])}</td><td>{_num(r['public'])}</td>"
+            f"<td>{html.escape(r['unit'])}</td></tr>" for r in claims
+        ) or "<tr><td colspan=4><i>the article gives no figures for this device</i></td></tr>"
+        if sc.cost is None:
+            req = f"<b style='color:crimson'>{html.escape(sc.error)}</b>"
+        else:
+            fastest = min(sc.others, key=sc.others.get)
+            req = (f"request: <b>{sc.cost.time_s * 1e3:.3g} ms</b>, {sc.cost.energy_j:.3g} J at TDP, "
+                   f"<b>{sc.cost.bound}-bound</b> (intensity {sc.intensity:.3g} vs ridge {sc.ridge:.3g} "
+                   f"FLOP/B); fastest type for it: {html.escape(self.catalog[fastest].name)}")
+        return (f"<div class='magnum-readout'><b>{html.escape(acc.name)}</b>"
+                f"<table><tr><th>public figure</th><th></th></tr>{specs}</table>"
+                f"<table><tr><th>article claim</th><th>article</th><th>public</th><th></th></tr>{claim_html}</table>"
+                f"{req}</div>")
+
+
+def _num(value) -> str:
+    if isinstance(value, str):
+        return html.escape(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "n/a"
+    return f"{value:,.3g}" if isinstance(value, float) and abs(value) < 100 else f"{value:,.0f}"
+
+
+def catalog_explorer(catalog: hardware.Catalog | None = None, **initial) -> CatalogExplorer:
+    """Build the notebook-00 explorer; display ``.widget``.
+
+    Parameters
+    ----------
+    catalog : Catalog, optional
+        Default: ``hardware.load_catalog()`` (data/hardware.yaml).
+    **initial
+        Starting values: ``device`` (key or alias), ``precision``, ``gflop``, ``gbytes``.
+    """
+    return CatalogExplorer(catalog, **initial)

@@ -1,0 +1,68 @@
+"""Small argument checks shared by the workload generators (one message style)."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+NS_PER_S = 1_000_000_000
+
+
+def rng_from(seed) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from an int seed, ``None`` or a Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
+        if seed is not None and seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        return np.random.default_rng(seed)
+    raise TypeError(
+        f"seed must be an int, None or a numpy.random.Generator, got {type(seed).__name__} {seed!r}"
+    )
+
+
+def real(name: str, value, *, positive=False, nonneg=False, lo=None, hi=None,
+         lo_open=False, hi_open=False) -> float:
+    """Check that ``value`` is a finite real number within the stated bounds."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if positive and v <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if nonneg and v < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    if lo is not None and (v < lo or (lo_open and v == lo)):
+        raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {value!r}")
+    if hi is not None and (v > hi or (hi_open and v == hi)):
+        raise ValueError(f"{name} must be {'<' if hi_open else '<='} {hi}, got {value!r}")
+    return v
+
+
+def count(name: str, value, *, minimum: int = 0) -> int:
+    """Check that ``value`` is an integer >= ``minimum`` (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def unit(value) -> str:
+    if value not in ("s", "ns"):
+        raise ValueError(f"unit must be 's' (float64 seconds) or 'ns' (int64 nanoseconds), got {value!r}")
+    return value
+
+
+def to_ns(seconds) -> np.ndarray:
+    """Seconds (float) -> int64 nanoseconds, rounded to the nearest nanosecond."""
+    s = np.asarray(seconds, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("to_ns: times must be finite")
+    return np.rint(s * NS_PER_S).astype(np.int64)
+
+
+def in_unit(times_s: np.ndarray, unit_: str) -> np.ndarray:
+    return to_ns(times_s) if unit_ == "ns" else times_s

@@ -1,0 +1,337 @@
+"""Loaders for the real public traces (formats: ../shared/data/README.md).
+
+Where a file is looked for, in order: the ``path`` argument; else
+``$MAGNUM_SHARED_DATA/<relative path>``; else ``<repo>/../shared/data/<relative path>``.
+A missing file raises ``FileNotFoundError`` naming the places tried and the public
+source to download it from. A malformed row raises ``ValueError`` naming the file,
+the line and the column.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from magnum_lib.workload._csvcols import read_columns
+from magnum_lib.workload.jobs import Workload
+
+__all__ = [
+    "SOURCES",
+    "shared_data_dir",
+    "trace_path",
+    "PhillyJobs",
+    "AlibabaPods",
+    "AlibabaNodes",
+    "GavelThroughputs",
+    "load_philly",
+    "load_alibaba_pods",
+    "load_alibaba_nodes",
+    "load_gavel_throughputs",
+]
+
+ENV_VAR = "MAGNUM_SHARED_DATA"
+_REPO = Path(__file__).resolve().parents[2]
+
+#: Where each file comes from (repository@commit:path), as in shared/data/MANIFEST.tsv.
+SOURCES = {
+    "philly/philly_jobs.csv": "https://github.com/petuum/adaptdl (commit c793c7089bd3) simulator/traces/philly.csv",
+    "alibaba/openb_pod_list_default.csv": "https://github.com/alibaba/clusterdata (commit 7a6c496e4f4b) "
+    "cluster-trace-gpu-v2023/csv/openb_pod_list_default.csv",
+    "alibaba/openb_node_list_gpu_node.csv": "https://github.com/alibaba/clusterdata (commit 7a6c496e4f4b) "
+    "cluster-trace-gpu-v2023/csv/openb_node_list_gpu_node.csv",
+    "gavel/simulation_throughputs.json": "https://github.com/stanford-futuredata/gavel (commit c4fa40097339) "
+    "scheduler/simulation_throughputs.json",
+}
+
+
+def shared_data_dir() -> Path:
+    """The shared data folder: ``$MAGNUM_SHARED_DATA`` if set, else ``<repo>/../shared/data``."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    return Path(env) if env else _REPO.parent / "shared" / "data"
+
+
+def trace_path(relative: str, path=None) -> Path:
+    """Resolve a trace file (see the module docstring); raise FileNotFoundError if absent."""
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"trace file not found: {p}")
+        return p
+    env = os.environ.get(ENV_VAR, "").strip()
+    tried = []
+    for base in ([Path(env)] if env else []) + [_REPO.parent / "shared" / "data"]:
+        p = base / relative
+        if p.is_file():
+            return p
+        tried.append(str(p))
+    source = SOURCES.get(relative, "see shared/data/MANIFEST.tsv")
+    raise FileNotFoundError(
+        f"trace {relative!r} not found; looked in: {'; '.join(tried)}. Pass path=..., or set "
+        f"{ENV_VAR} to the folder holding it. Public source: {source}"
+    )
+
+
+# --------------------------------------------------------------------------- Philly
+
+@dataclass(frozen=True, eq=False)
+class PhillyJobs:
+    """The Philly job list (Jeon et al., ATC 2019), sorted by submit time.
+
+    Attributes
+    ----------
+    submit_s : float64 array
+        Submit time in seconds after the first job's (so ``submit_s[0] == 0``).
+    duration_s, gpu_time_s : float64 arrays
+        Run time and GPU-seconds (``duration_s * num_gpus`` in this file).
+    num_gpus : int64 array
+    vc_code : int32 array
+        Index into ``vc_names`` (the virtual cluster ids, sorted).
+    start : numpy.datetime64
+        Wall-clock submit time of the first job (the trace's own clock, no time zone).
+    """
+
+    submit_s: np.ndarray
+    duration_s: np.ndarray
+    num_gpus: np.ndarray
+    gpu_time_s: np.ndarray
+    vc_code: np.ndarray
+    vc_names: tuple
+    start: np.datetime64
+    path: Path = field(repr=False)
+
+    def __len__(self) -> int:
+        return int(self.submit_s.size)
+
+    @property
+    def vc(self) -> np.ndarray:
+        """Virtual-cluster id of every job, as strings."""
+        return np.asarray(self.vc_names, dtype=object)[self.vc_code]
+
+    def to_workload(self) -> Workload:
+        """The jobs as a :class:`Workload` (durations of 0 s are raised to 1 s)."""
+        return Workload(self.submit_s, np.maximum(self.duration_s, 1.0), self.num_gpus, name="philly")
+
+
+_PHILLY = "philly/philly_jobs.csv"
+
+
+def load_philly(path=None) -> PhillyJobs:
+    """Load the Philly job list (``timestamp,duration,num_gpus,gpu_time,cluster``).
+
+    82,247 rows in the public file, not sorted; returned sorted by submit time
+    (stable, so ties keep file order). Loads in about 0.2 s.
+    """
+    p = trace_path(_PHILLY, path)
+    c = read_columns(p, ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"])
+    ts = c.timestamps("timestamp")
+    duration = c.floats("duration")
+    gpus = c.ints("num_gpus", minimum=1)
+    gpu_time = c.floats("gpu_time")
+    vc_code, vc_names = c.codes("cluster")
+    if len(c) == 0:
+        raise ValueError(f"{p}: no job rows after the header")
+    order = np.argsort(ts, kind="stable")
+    ts = ts[order]
+    submit = (ts - ts[0]).astype(np.float64)
+    return PhillyJobs(submit, duration[order], gpus[order], gpu_time[order], vc_code[order],
+                      vc_names, ts[0], p)
+
+
+# --------------------------------------------------------------------------- Alibaba
+
+@dataclass(frozen=True, eq=False)
+class AlibabaPods:
+    """Alibaba GPU-sharing pods (Weng et al., ATC 2023), in file order.
+
+    ``gpu_milli`` is thousandths of one GPU per GPU requested (< 1000 means a shared
+    fraction). Times are seconds on the trace clock; ``scheduled_s`` is NaN for pods
+    never scheduled. Categorical columns are codes into the matching ``*_names``.
+    """
+
+    name: tuple
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    num_gpu: np.ndarray
+    gpu_milli: np.ndarray
+    gpu_spec_code: np.ndarray
+    gpu_spec_names: tuple
+    qos_code: np.ndarray
+    qos_names: tuple
+    phase_code: np.ndarray
+    phase_names: tuple
+    creation_s: np.ndarray
+    deletion_s: np.ndarray
+    scheduled_s: np.ndarray
+    path: Path = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @property
+    def gpus_requested(self) -> np.ndarray:
+        """GPUs requested as a real number: ``num_gpu * gpu_milli / 1000``."""
+        return self.num_gpu * self.gpu_milli / 1000.0
+
+
+_PODS = "alibaba/openb_pod_list_default.csv"
+_POD_COLS = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos",
+             "pod_phase", "creation_time", "deletion_time", "scheduled_time"]
+
+
+def load_alibaba_pods(path=None) -> AlibabaPods:
+    """Load ``openb_pod_list_default.csv`` (8,152 pods)."""
+    p = trace_path(_PODS, path)
+    c = read_columns(p, _POD_COLS)
+    gpu_milli = c.ints("gpu_milli")
+    c.check("gpu_milli", gpu_milli <= 1000, "expected gpu_milli in [0, 1000]")
+    spec, spec_names = c.codes("gpu_spec")
+    qos, qos_names = c.codes("qos")
+    phase, phase_names = c.codes("pod_phase")
+    return AlibabaPods(
+        tuple(c.raw("name")), c.ints("cpu_milli"), c.ints("memory_mib"), c.ints("num_gpu"),
+        gpu_milli, spec, spec_names, qos, qos_names, phase, phase_names,
+        c.floats("creation_time"), c.floats("deletion_time"),
+        c.floats("scheduled_time", allow_empty=True), p,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class AlibabaNodes:
+    """Alibaba GPU nodes: serial, CPU (milli-cores), memory (MiB), GPU count and model code."""
+
+    sn: tuple
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    gpu: np.ndarray
+    model_code: np.ndarray
+    model_names: tuple
+    path: Path = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.sn)
+
+    def gpus_by_model(self) -> dict[str, int]:
+        """Total GPUs of each model."""
+        totals = np.bincount(self.model_code, weights=self.gpu, minlength=len(self.model_names))
+        return {m: int(t) for m, t in zip(self.model_names, totals)}
+
+
+_NODES = "alibaba/openb_node_list_gpu_node.csv"
+
+
+def load_alibaba_nodes(path=None) -> AlibabaNodes:
+    """Load ``openb_node_list_gpu_node.csv`` (1,213 nodes, 6,212 GPUs)."""
+    p = trace_path(_NODES, path)
+    c = read_columns(p, ["sn", "cpu_milli", "memory_mib", "gpu", "model"])
+    model, model_names = c.codes("model")
+    return AlibabaNodes(tuple(c.raw("sn")), c.ints("cpu_milli"), c.ints("memory_mib"),
+                        c.ints("gpu"), model, model_names, p)
+
+
+# --------------------------------------------------------------------------- Gavel
+
+Job = tuple  # (model name, number of GPUs)
+
+
+@dataclass(frozen=True, eq=False)
+class GavelThroughputs:
+    """Gavel's measured training throughputs (Narayanan et al., OSDI 2020), steps/s.
+
+    Attributes
+    ----------
+    isolated : dict
+        ``(model, num_gpus, gpu_type) -> steps/s`` for the job alone.
+    packed : dict
+        ``(gpu_type, (model_a, n_a), (model_b, n_b)) -> (steps/s of a, steps/s of b)``
+        when the two jobs share the GPUs (space sharing).
+    gpu_types : tuple
+        In file order, e.g. ``("k80", "p100", "v100", "v100_unconsolidated", ...)``.
+    """
+
+    isolated: dict
+    packed: dict
+    gpu_types: tuple
+    path: Path = field(repr=False)
+
+    @property
+    def models(self) -> tuple:
+        return tuple(sorted({k[0] for k in self.isolated}))
+
+    def throughput(self, model: str, gpu_type: str, num_gpus: int = 1) -> float:
+        """Isolated steps/s; KeyError naming what exists when the combination is absent."""
+        try:
+            return self.isolated[(model, num_gpus, gpu_type)]
+        except KeyError:
+            raise KeyError(
+                f"no throughput for model={model!r}, num_gpus={num_gpus}, gpu_type={gpu_type!r}; "
+                f"gpu types: {', '.join(self.gpu_types)}; models: {len(self.models)} (see .models)"
+            ) from None
+
+    def matrix(self, num_gpus: int = 1, gpu_types=None):
+        """``(models, gpu_types, array)`` of isolated steps/s; NaN where not measured."""
+        gpu_types = tuple(gpu_types or self.gpu_types)
+        models = self.models
+        out = np.full((len(models), len(gpu_types)), np.nan)
+        for i, m in enumerate(models):
+            for j, g in enumerate(gpu_types):
+                out[i, j] = self.isolated.get((m, num_gpus, g), np.nan)
+        return models, gpu_types, out
+
+
+_GAVEL = "gavel/simulation_throughputs.json"
+
+
+def _job_key(p: Path, where: str, key: str) -> Job:
+    try:
+        job = ast.literal_eval(key)  # literal_eval, never eval: the file is data
+    except (ValueError, SyntaxError):
+        job = None
+    if not (isinstance(job, tuple) and len(job) == 2 and isinstance(job[0], str)
+            and isinstance(job[1], int) and not isinstance(job[1], bool) and job[1] >= 1):
+        raise ValueError(f"{p}: {where}: key {key!r} is not \"('<model>', <num_gpus>)\"")
+    return job
+
+
+def _rate(p: Path, where: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"{p}: {where}: expected a throughput >= 0 (steps/s), got {value!r}")
+    return float(value)
+
+
+def load_gavel_throughputs(path=None) -> GavelThroughputs:
+    """Load Gavel's ``simulation_throughputs.json``.
+
+    Layout: ``{gpu_type: {"('<model>', <n>)": {"null": isolated, "('<other>', <m>)": [self, other]}}}``.
+    Keys are parsed with ``ast.literal_eval``.
+    """
+    p = trace_path(_GAVEL, path)
+    with open(p, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: top level must be an object {{gpu_type: ...}}, got {type(data).__name__}")
+    isolated, packed = {}, {}
+    for gpu_type, jobs in data.items():
+        if not isinstance(jobs, dict):
+            raise ValueError(f"{p}: [{gpu_type!r}]: expected an object of jobs, got {type(jobs).__name__}")
+        for key, entry in jobs.items():
+            where = f"[{gpu_type!r}][{key!r}]"
+            model, n = _job_key(p, where, key)
+            if not isinstance(entry, dict) or "null" not in entry:
+                raise ValueError(f"{p}: {where}: expected an object with a \"null\" (isolated) entry")
+            isolated[(model, n, gpu_type)] = _rate(p, where + "['null']", entry["null"])
+            for other_key, pair in entry.items():
+                if other_key == "null":
+                    continue
+                w = f"{where}[{other_key!r}]"
+                other = _job_key(p, w, other_key)
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise ValueError(f"{p}: {w}: expected [self steps/s, other steps/s], got {pair!r}")
+                packed[(gpu_type, (model, n), other)] = (_rate(p, w, pair[0]), _rate(p, w, pair[1]))
+    return GavelThroughputs(isolated, packed, tuple(data), p)

@@ -1,0 +1,191 @@
+"""Trace loaders: the real files (when present) and hand-made malformed ones."""
+import csv
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+
+from magnum_lib.workload import (
+    load_alibaba_nodes,
+    load_alibaba_pods,
+    load_gavel_throughputs,
+    load_philly,
+    trace_path,
+)
+from magnum_lib.workload import traces
+
+PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+
+# ------------------------------------------------------------------ real files
+
+def test_philly_real(shared_data):
+    path = shared_data / "philly" / "philly_jobs.csv"
+    p = load_philly(path)
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(f)][1:]
+    rows = [r for r in rows if r]
+    assert len(p) == len(rows) == 82_247  # README figure
+    assert p.submit_s[0] == 0 and np.all(np.diff(p.submit_s) >= 0)
+    # independent parse with datetime: the span and the earliest job agree
+    stamps = sorted(dt.datetime.strptime(r[0], "%Y-%m-%d %H:%M:%S") for r in rows)
+    assert p.submit_s[-1] == (stamps[-1] - stamps[0]).total_seconds()
+    assert str(p.start) == stamps[0].isoformat()
+    assert np.allclose(p.gpu_time_s, p.duration_s * p.num_gpus)
+    assert p.num_gpus.sum() == sum(int(r[2]) for r in rows)
+    # every Philly VC listed by Helios (an independent source) appears
+    with open(shared_data / "helios" / "philly_vc.csv") as f:
+        helios_vcs = {r["vc"] for r in csv.DictReader(f)}
+    assert helios_vcs <= set(p.vc_names)
+    assert set(p.vc) == set(p.vc_names)
+    w = p.to_workload()
+    assert len(w) == len(p) and w.duration_s.min() >= 1
+
+
+def test_alibaba_real(shared_data):
+    pods = load_alibaba_pods(shared_data / "alibaba" / "openb_pod_list_default.csv")
+    assert len(pods) == 8152
+    assert set(pods.qos_names) <= {"LS", "BE", "Burstable", "Guaranteed"}
+    assert np.all((pods.gpu_milli >= 0) & (pods.gpu_milli <= 1000))
+    sched = ~np.isnan(pods.scheduled_s)
+    assert np.all(pods.scheduled_s[sched] >= pods.creation_s[sched])
+    nodes = load_alibaba_nodes(shared_data / "alibaba" / "openb_node_list_gpu_node.csv")
+    assert len(nodes) == 1213
+    by_model = nodes.gpus_by_model()
+    assert sum(by_model.values()) == 6212 and len(by_model) == 7  # README: 6,212 GPUs of 7 types
+
+
+def test_gavel_real(shared_data):
+    path = shared_data / "gavel" / "simulation_throughputs.json"
+    g = load_gavel_throughputs(path)
+    raw = json.load(open(path))
+    assert len(g.models) == 26 and {"k80", "p100", "v100"} <= set(g.gpu_types)
+    key = "('ResNet-18 (batch size 16)', 1)"
+    assert g.throughput("ResNet-18 (batch size 16)", "v100") == raw["v100"][key]["null"]
+    other = "('ResNet-18 (batch size 64)', 1)"
+    assert g.packed[("v100", ("ResNet-18 (batch size 16)", 1), ("ResNet-18 (batch size 64)", 1))] == \
+        tuple(raw["v100"][key][other])
+    assert len(g.isolated) == sum(len(v) for v in raw.values())
+    models, types, m = g.matrix(1, ["k80", "p100", "v100"])
+    assert m.shape == (26, 3) and not np.isnan(m).any()
+    with pytest.raises(KeyError, match="no throughput"):
+        g.throughput("nope", "v100")
+
+
+def test_philly_loads_fast_enough_for_a_notebook(shared_data):
+    # not a timing assertion: just that the loader is vectorised (no per-row datetime)
+    import time
+
+    t = time.perf_counter()
+    load_philly(shared_data / "philly" / "philly_jobs.csv")
+    print(f"load_philly: {time.perf_counter() - t:.3f} s")
+
+
+# ------------------------------------------------------------------ malformed files
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("body,line,col,what", [
+    ("2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 07:02:00,abc,1,66.0,a\n", 3, 2, "duration"),
+    ("2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 07:02:00,-5,1,66.0,a\n", 3, 2, "duration"),
+    ("2017-10-09 07:01:55,66.0,1,66.0,a\n\n2017-10-09 07:02:00,5,1.5,66.0,a\n", 4, 3, "num_gpus"),
+    ("2017-10-09 07:01:55,66.0,0,66.0,a\n", 2, 3, "num_gpus"),
+    ("2017-13-09 07:01:55,66.0,1,66.0,a\n", 2, 1, "timestamp"),
+    ("2017-10-09,66.0,1,66.0,a\n", 2, 1, "timestamp"),
+    ("2017-10-09 07:01:55,66.0,1,nan,a\n", 2, 4, "gpu_time"),
+])
+def test_philly_malformed_value(tmp_path, body, line, col, what):
+    p = write(tmp_path, "philly_bad.csv", PHILLY_HEADER + body)
+    with pytest.raises(ValueError, match=rf"philly_bad\.csv: line {line}, column {col} \('{what}'\)"):
+        load_philly(p)
+
+
+def test_philly_wrong_field_count(tmp_path):
+    p = write(tmp_path, "short.csv", PHILLY_HEADER + "2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 07:01:55,66.0\n")
+    with pytest.raises(ValueError, match=r"short\.csv: line 3: expected 5 fields"):
+        load_philly(p)
+
+
+def test_philly_bad_header_and_empty(tmp_path):
+    with pytest.raises(ValueError, match=r"hdr\.csv: line 1: expected header"):
+        load_philly(write(tmp_path, "hdr.csv", "time,duration,num_gpus,gpu_time,cluster\n"))
+    with pytest.raises(ValueError, match=r"empty\.csv: line 1: file is empty"):
+        load_philly(write(tmp_path, "empty.csv", ""))
+    with pytest.raises(ValueError, match="no job rows"):
+        load_philly(write(tmp_path, "none.csv", PHILLY_HEADER))
+
+
+def test_philly_small_file_sorted(tmp_path):
+    p = write(tmp_path, "ok.csv", PHILLY_HEADER
+              + "2017-10-09 07:00:10,10,2,20,b\n2017-10-09 07:00:00,5,1,5,a\n\n2017-10-09 07:00:10,7,1,7,a\n")
+    j = load_philly(p)
+    assert list(j.submit_s) == [0, 10, 10]
+    assert list(j.duration_s) == [5, 10, 7]  # stable: ties keep file order
+    assert list(j.vc) == ["a", "b", "a"] and j.vc_names == ("a", "b")
+
+
+def test_alibaba_malformed(tmp_path):
+    head = ",".join(traces._POD_COLS) + "\n"
+    good = "pod-0,12000,16384,1,1000,,LS,Running,0,100,0\n"
+    p = write(tmp_path, "pods.csv", head + good + "pod-1,12000,16384,1,1500,,LS,Running,0,100,\n")
+    with pytest.raises(ValueError, match=r"pods\.csv: line 3, column 5 \('gpu_milli'\)"):
+        load_alibaba_pods(p)
+    p = write(tmp_path, "pods2.csv", head + good + "pod-1,12000,16384,1,500,,LS,Running,x,100,\n")
+    with pytest.raises(ValueError, match=r"pods2\.csv: line 3, column 9 \('creation_time'\)"):
+        load_alibaba_pods(p)
+    ok = load_alibaba_pods(write(tmp_path, "pods3.csv", head + good + "pod-1,1,1,0,0,,BE,Pending,5,9,\n"))
+    assert np.isnan(ok.scheduled_s[1]) and ok.scheduled_s[0] == 0
+    p = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,two,P100\n")
+    with pytest.raises(ValueError, match=r"nodes\.csv: line 2, column 4 \('gpu'\)"):
+        load_alibaba_nodes(p)
+
+
+@pytest.mark.parametrize("data,match", [
+    ({"v100": {"ResNet": {"null": 1.0}}}, r"key 'ResNet' is not"),
+    ({"v100": {"('ResNet', 0)": {"null": 1.0}}}, r"key \"\('ResNet', 0\)\" is not"),
+    ({"v100": {"__import__('os').system('true')": {"null": 1.0}}}, "is not"),
+    ({"v100": {"('ResNet', 1)": {"null": -1.0}}}, r"\['null'\]: expected a throughput >= 0"),
+    ({"v100": {"('ResNet', 1)": {"x": 1.0}}}, r"\"null\""),
+    ({"v100": {"('ResNet', 1)": {"null": 1.0, "('LM', 1)": [1.0]}}}, r"expected \[self steps/s, other steps/s\]"),
+    ({"v100": []}, "expected an object of jobs"),
+])
+def test_gavel_malformed(tmp_path, data, match):
+    p = write(tmp_path, "gavel.json", json.dumps(data))
+    with pytest.raises(ValueError, match=match):
+        load_gavel_throughputs(p)
+
+
+def test_gavel_invalid_json_line(tmp_path):
+    p = write(tmp_path, "broken.json", '{\n  "v100": {\n    "(\'A\', 1)": {"null": 1.0,}\n  }\n}\n')
+    with pytest.raises(ValueError, match=r"broken\.json: line 3, column \d+: invalid JSON"):
+        load_gavel_throughputs(p)
+
+
+# ------------------------------------------------------------------ where files are found
+
+def test_explicit_missing_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_philly(tmp_path / "nope.csv")
+
+
+def test_env_var_is_used(tmp_path, monkeypatch):
+    (tmp_path / "philly").mkdir()
+    write(tmp_path / "philly", "philly_jobs.csv", PHILLY_HEADER + "2017-10-09 07:00:00,5,1,5,a\n")
+    monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path))
+    assert trace_path("philly/philly_jobs.csv") == tmp_path / "philly" / "philly_jobs.csv"
+    assert len(load_philly()) == 1
+
+
+def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path / "env"))
+    monkeypatch.setattr(traces, "_REPO", tmp_path / "repo")
+    with pytest.raises(FileNotFoundError) as e:
+        load_gavel_throughputs()
+    msg = str(e.value)
+    assert str(tmp_path / "env") in msg and str(tmp_path / "shared" / "data") in msg
+    assert "stanford-futuredata/gavel" in msg and "MAGNUM_SHARED_DATA" in msg
