@@ -129,7 +129,7 @@ def _fmt(value: float, unit: str = "", digits: int = 2) -> str:
 
 def readout_html(sc: queue_model.QueueScenario) -> str:
     """The readout as an HTML table (simulated beside theory)."""
-    head = f"<b>load</b> rho = lambda / (c mu) = {sc.load:.3f} &nbsp; <i>({html.escape(backend())} backend)</i>"
+    head = f"<b>load</b> ρ = λ / (c·μ) = {sc.load:.3f} &nbsp; <i>({html.escape(backend())} backend)</i>"
     if not sc.stable:
         return (f"<div class='magnum-readout'>{head}<br><b style='color:crimson'>"
                 f"{html.escape(queue_model.UNSTABLE_MESSAGE)}</b><br>"
@@ -144,7 +144,7 @@ def readout_html(sc: queue_model.QueueScenario) -> str:
     body = "".join(f"<tr><td>{n}</td><td>{s}</td><td>{t}</td></tr>" for n, s, t in rows)
     wall = getattr(sc.result, "wall_s", float("nan")) * 1e3
     return (f"<div class='magnum-readout'>{head}<br>"
-            f"<table><tr><th></th><th>simulated</th><th>theory (Erlang C)</th></tr>{body}</table>"
+            f"<table cellpadding=3><tr><th></th><th>simulated</th><th>theory (Erlang C)</th></tr>{body}</table>"
             f"p99 vs {sc.sla_ms:g} ms SLA: {verdict} &nbsp; ({sc.result.jobs} pods simulated in "
             f"{_fmt(wall, ' ms', 1)})</div>")
 

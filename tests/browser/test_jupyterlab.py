@@ -33,16 +33,17 @@ SERVER_START_S = 60
 RUN_ALL_S = int(os.environ.get("MAGNUM_BROWSER_TIMEOUT_S", "120"))
 SLIDER_ANSWER_S = 30
 
-# User settings: no news, no update checks, every cell kept in the DOM (no virtual
-# scrolling) so the test can find the explorer wherever it is.
+# User settings: no news, no update checks, start the notebook's kernel without asking,
+# and keep every cell in the DOM (no virtual scrolling) so the explorer can be found.
 USER_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
         {"fetchNews": "false", "checkForUpdates": False},
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
+        {"windowingMode": "none", "autoStartDefaultKernel": True},
 }
 OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none", "autoStartDefaultKernel": True},
 }
 
 
@@ -127,6 +128,7 @@ def _readout(page) -> str:
 
 def test_run_all_and_move_a_slider(lab):
     base, token, sync_playwright = lab
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -135,6 +137,13 @@ def test_run_all_and_move_a_slider(lab):
             page.set_default_timeout(RUN_ALL_S * 1000)
             page.goto(f"{base}/lab/tree/{NOTEBOOK}?reset&token={token}")
             page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for()
+            # Should the kernel picker still appear, answer it as a person would.
+            select = page.locator(".jp-Dialog button.jp-mod-accept")
+            try:
+                select.wait_for(timeout=3000)
+                select.click()
+            except PlaywrightTimeout:
+                pass
             # Kernel up before we run anything.
             page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for()
 
