@@ -1,18 +1,23 @@
 """How fast do the explorers answer a slider change? Prints one JSON object.
 
-Each explorer is driven headlessly: ``N`` slider changes, each timed from setting
-``control.value`` until the model has run, the figure is redrawn and its PNG is in the
-Image widget (what the browser then shows). Ours is the active (compiled) backend; the
-peer figure beside it is the same run on the pure-Python reference
+Every module ``magnum_lib/widgets/<name>_explorer.py`` is found and driven headlessly:
+its factory function ``<name>_explorer()`` builds the explorer with its defaults, and its
+``BENCH_STEPS`` list of ``(control, value)`` changes is replayed ``N`` times, each timed
+from setting ``control.value`` until the model has run, the figure is redrawn and its PNG
+is in the Image widget (what the browser then shows). Ours is the active (compiled)
+backend; the peer figure beside it is the same run on the pure-Python reference
 (``MAGNUM_PUREPYTHON=1`` in a subprocess, so the two never share a process).
 
-Usage: ``python benchmarks/bench_widgets.py [--changes N]``; target: median <= 150 ms.
+Usage: ``python benchmarks/bench_widgets.py [--changes N] [--only NAME]``;
+target: median <= 150 ms per change.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 import time
@@ -21,11 +26,16 @@ import numpy as np
 
 TARGET_MS = 150.0
 
-# (control, value) sequences that keep every setting stable and move the model each time.
-QUEUE_STEPS = [("replicas", 2), ("arrival_rate", 800.0), ("decision_ms", 1.0), ("replicas", 1),
-               ("arrival_rate", 500.0), ("decision_ms", 1.5)]
-CATALOG_STEPS = [("device", "mi300x"), ("gflop", 1e5), ("device", "a100_sxm"), ("gbytes", 1.0),
-                 ("device", "h100_sxm"), ("gflop", 1000.0), ("gbytes", 10.0)]
+
+def explorer_modules(only: str | None = None) -> dict:
+    """``{name: module}`` for every ``magnum_lib.widgets.<name>_explorer`` module."""
+    import magnum_lib.widgets as pkg
+
+    found = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.endswith("_explorer") and (only is None or info.name == only):
+            found[info.name] = importlib.import_module(f"magnum_lib.widgets.{info.name}")
+    return found
 
 
 def _drive(explorer, steps, changes: int) -> dict:
@@ -42,44 +52,42 @@ def _drive(explorer, steps, changes: int) -> dict:
             "p90_ms": round(float(np.percentile(t, 90)), 2), "max_ms": round(float(t.max()), 2)}
 
 
-def measure(changes: int) -> dict:
-    """Time both explorers on the active backend."""
+def measure(changes: int, only: str | None = None) -> dict:
+    """Time every explorer on the active backend."""
     import magnum_lib
-    from magnum_lib.widgets import catalog_explorer, queue_explorer
 
-    queue = queue_explorer()
-    out = {"backend": magnum_lib.backend(), "queue_jobs_per_change": queue.jobs,
-           "queue_explorer": _drive(queue, QUEUE_STEPS, changes),
-           "catalog_explorer": _drive(catalog_explorer(), CATALOG_STEPS, changes)}
-    # Where the time goes on the queue explorer: the simulation alone, same settings.
-    from magnum_lib.widgets import queue_model
-    sims = [queue_model.evaluate(500.0, 1.5, 1, jobs=queue.jobs, seed=k).result.wall_s * 1e3 for k in range(5)]
-    out["queue_simulation_only_median_ms"] = round(float(np.median(sims)), 2)
+    out = {"backend": magnum_lib.backend()}
+    for name, module in explorer_modules(only).items():
+        factory = getattr(module, name)
+        out[name] = _drive(factory(), module.BENCH_STEPS, changes)
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=30, help="slider changes per explorer (default 30)")
+    parser.add_argument("--only", default=None, help="one explorer module, e.g. queue_explorer")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.changes < 1:
         parser.error(f"--changes must be >= 1, got {args.changes}")
     if args.worker:
-        print(json.dumps(measure(args.changes)))
+        print(json.dumps(measure(args.changes, args.only)))
         return 0
 
-    ours = measure(args.changes)
-    env = dict(os.environ, MAGNUM_PUREPYTHON="1")
-    proc = subprocess.run([sys.executable, __file__, "--worker", "--changes", str(args.changes)],
-                          env=env, capture_output=True, text=True, check=True)
+    ours = measure(args.changes, args.only)
+    cmd = [sys.executable, __file__, "--worker", "--changes", str(args.changes)]
+    if args.only:
+        cmd += ["--only", args.only]
+    proc = subprocess.run(cmd, env=dict(os.environ, MAGNUM_PUREPYTHON="1"),
+                          capture_output=True, text=True, check=True)
     peer = json.loads(proc.stdout)
     result = {"target_median_ms": TARGET_MS, "ours": ours, "peer_pure_python": peer}
-    for name in ("queue_explorer", "catalog_explorer"):
+    for name in ours:
+        if name == "backend":
+            continue
         result[f"{name}_meets_target"] = ours[name]["median_ms"] <= TARGET_MS
         result[f"{name}_speedup_median"] = round(peer[name]["median_ms"] / ours[name]["median_ms"], 2)
-    result["queue_simulation_speedup"] = round(
-        peer["queue_simulation_only_median_ms"] / ours["queue_simulation_only_median_ms"], 1)
     print(json.dumps(result, indent=2))
     return 0
 

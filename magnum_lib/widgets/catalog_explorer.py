@@ -146,3 +146,8 @@ def catalog_explorer(catalog: hardware.Catalog | None = None, **initial) -> Cata
         Starting values: ``device`` (key or alias), ``precision``, ``gflop``, ``gbytes``.
     """
     return CatalogExplorer(catalog, **initial)
+
+
+# (control, value) changes that benchmarks/bench_widgets.py replays.
+BENCH_STEPS = [("device", "mi300x"), ("gflop", 1e5), ("device", "a100_sxm"), ("gbytes", 1.0),
+               ("device", "h100_sxm"), ("gflop", 1000.0), ("gbytes", 10.0)]

@@ -163,3 +163,9 @@ def queue_explorer(jobs: int = 20_000, seed: int = 0, **initial) -> QueueExplore
         ``sla_ms``.
     """
     return QueueExplorer(jobs=jobs, seed=seed, **initial)
+
+
+# (control, value) changes that benchmarks/bench_widgets.py replays: each keeps the
+# explorer stable and moves the model.
+BENCH_STEPS = [("replicas", 2), ("arrival_rate", 800.0), ("decision_ms", 1.0), ("replicas", 1),
+               ("arrival_rate", 500.0), ("decision_ms", 1.5)]

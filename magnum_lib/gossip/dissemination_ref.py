@@ -1,0 +1,184 @@
+"""Gossip dissemination, the readable reference: one rumor, or every node's view of the others.
+
+This is the model the notebook shows; ``_dissemination.pyx`` is its compiled twin with the
+same signatures and, for the same seed, the same results bit for bit. Inputs are already
+validated by :mod:`magnum_lib.gossip.dissemination`, the public API.
+
+The model, in synchronous rounds t = 1, 2, ... (one round = one gossip interval):
+
+1. Start of round t: a node whose ``crash_round <= t`` is down for good; a node away after
+   churn comes back when its rejoin round arrives, with its state lost (it must hear the
+   rumor again); every other live node leaves with probability ``churn``, for ``churn_downtime``
+   rounds.
+2. Every live node u, in id order, picks ``fanout`` distinct peers uniformly among the other
+   n - 1 nodes and contacts each one (in push mode an uninformed node's messages are counted
+   but not drawn: they cannot spread the rumor). Push: u's message carries its state to v. Pull: u asks,
+   v replies with its state. Push-pull: both. Each message is lost with probability ``loss``;
+   a message to a down node, or across the partition while it lasts, is lost too (the sender
+   cannot tell). What a node learns in round t is usable from round t + 1: that is what makes
+   the rounds synchronous (``infection_round == t`` means "learned during this round").
+3. End of round t: count live nodes and informed live nodes.
+
+Randomness: one SplitMix64 stream per run, seeded with the user's seed, drawn in a fixed order
+(churn draws, then per node its peers, then per contact its loss draws), so the compiled kernel
+can replay it exactly. A peer is drawn as ``r = floor(x (n - 1) / 2^64)`` in [0, n - 2] and
+shifted past u (``r >= u -> r + 1``): uniform over the others up to a bias below n / 2^64.
+A probability p is an integer threshold ``round(p 2^53)`` compared with the top 53 bits of a draw.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MASK64 = (1 << 64) - 1
+PUSH, PULL, PUSHPULL = 1, 2, 3
+NEVER = -1  # infection round of a node that does not have the rumor
+
+
+class SplitMix64:
+    """Steele, Lea and Flood's SplitMix64 generator (the seeding generator of xoshiro)."""
+
+    def __init__(self, seed: int):
+        self.state = seed & MASK64
+
+    def next(self) -> int:
+        """The next 64-bit output."""
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def below(self, m: int) -> int:
+        """An integer in [0, m): the high word of x * m (Lemire's multiply-shift)."""
+        return (self.next() * m) >> 64
+
+    def chance(self, threshold: int) -> bool:
+        """True with probability threshold / 2^53."""
+        return (self.next() >> 11) < threshold
+
+
+def pick_peers(rng: SplitMix64, u: int, n: int, fanout: int) -> list[int]:
+    """``fanout`` distinct peers of node u, uniform among the other n - 1 (redraw repeats)."""
+    peers: list[int] = []
+    while len(peers) < fanout:
+        v = rng.below(n - 1)
+        if v >= u:  # skip u itself
+            v += 1
+        if v not in peers:
+            peers.append(v)
+    return peers
+
+
+def contact(rng: SplitMix64, mode: int, loss_threshold: int, reachable: bool) -> int:
+    """One exchange u -> v. Returns how far it got: 0 nothing arrived, 1 u's message
+    arrived at v, 2 v's reply came back too. Loss is drawn before reachability is known,
+    so the random stream does not depend on who is up."""
+    lost = bool(loss_threshold) and rng.chance(loss_threshold)
+    if lost or not reachable:
+        return 0
+    if mode == PUSH:
+        return 1
+    if loss_threshold and rng.chance(loss_threshold):
+        return 1
+    return 2
+
+
+def sent(mode: int, arrived: int) -> int:
+    """Messages an exchange cost: u's message, plus v's reply if v got it (pull modes)."""
+    return 1 + (mode != PUSH and arrived >= 1)
+
+
+def run_rumor(n, fanout, mode, loss_threshold, churn_threshold, churn_downtime, crash_round,
+              partition_start, partition_end, source, max_rounds, stop_when_all, seed,
+              infection_round, informed, live):
+    """Spread one rumor from ``source``.
+
+    Fills ``infection_round`` (int32[n], the round each node last learned the rumor, 0 for
+    the source, -1 never) and ``informed`` / ``live`` (int64[max_rounds + 1], counts at the
+    end of each round, index 0 = start). Stops after ``max_rounds``, or, if
+    ``stop_when_all``, at the first round where every live node is informed or none is.
+
+    Returns
+    -------
+    (rounds, messages) : tuple of int
+    """
+    rng = SplitMix64(seed)
+    half = n // 2  # partition: nodes [0, n // 2) on one side, the rest on the other
+    up = [crash_round[u] > 0 for u in range(n)]
+    back = [0] * n  # round at which a node away after churn rejoins (0: not away)
+    infection_round[:] = NEVER
+    if up[source]:
+        infection_round[source] = 0
+    live[0], informed[0] = sum(up), int(up[source])
+    messages, t = 0, 0
+    while t < max_rounds:
+        t += 1
+        for u in range(n):  # 1. crashes and churn
+            if crash_round[u] <= t:
+                up[u] = False
+            elif back[u]:
+                if back[u] == t:
+                    up[u], back[u], infection_round[u] = True, 0, NEVER
+            elif churn_threshold and rng.chance(churn_threshold):
+                up[u], back[u] = False, t + churn_downtime
+        split = partition_start <= t < partition_end
+        for u in range(n):  # 2. every live node gossips
+            if not up[u]:
+                continue
+            if mode == PUSH and not 0 <= infection_round[u] < t:
+                messages += fanout  # sent, but without the rumor: no need to draw them
+                continue
+            for v in pick_peers(rng, u, n, fanout):
+                reachable = up[v] and not (split and (u < half) != (v < half))
+                arrived = contact(rng, mode, loss_threshold, reachable)
+                messages += sent(mode, arrived)
+                if arrived >= 1 and mode != PULL and 0 <= infection_round[u] < t \
+                        and infection_round[v] == NEVER:
+                    infection_round[v] = t
+                if arrived == 2 and 0 <= infection_round[v] < t and infection_round[u] == NEVER:
+                    infection_round[u] = t
+        live[t] = sum(up)  # 3. count
+        informed[t] = sum(1 for u in range(n) if up[u] and infection_round[u] != NEVER)
+        if stop_when_all and (informed[t] == live[t] or informed[t] == 0):
+            break
+    return t, messages
+
+
+def run_staleness(n, fanout, mode, loss_threshold, partition_start, partition_end, warmup,
+                  measure, seed, histogram):
+    """Every node updates its own state every round and gossips its whole view.
+
+    ``view[i, j]`` is the newest generation of node j that node i knows; in round t each node
+    first stamps its own entry with generation t (made at the start of the round), then the
+    exchanges merge views by element-wise max (last writer wins by generation), reading the
+    views as they were at the start of the round. After ``warmup`` rounds, each of the next
+    ``measure`` rounds adds the age of every view entry with i != j to ``histogram``
+    (int64, index = age in rounds): age = t + 1 - view[i, j], so a generation learned in the
+    round it was made is 1 round old. All nodes stay up (no crashes or churn in this mode).
+
+    Returns
+    -------
+    messages : int
+    """
+    rng = SplitMix64(seed)
+    half = n // 2
+    view = np.zeros((n, n), dtype=np.int32)
+    off_diagonal = ~np.eye(n, dtype=bool)
+    messages = 0
+    for t in range(1, warmup + measure + 1):
+        np.fill_diagonal(view, t)
+        old = view.copy()
+        split = partition_start <= t < partition_end
+        for u in range(n):
+            for v in pick_peers(rng, u, n, fanout):
+                reachable = not (split and (u < half) != (v < half))
+                arrived = contact(rng, mode, loss_threshold, reachable)
+                messages += sent(mode, arrived)
+                if arrived >= 1 and mode != PULL:
+                    np.maximum(view[v], old[u], out=view[v])
+                if arrived == 2:
+                    np.maximum(view[u], old[v], out=view[u])
+        if t > warmup:
+            ages = t + 1 - view[off_diagonal]
+            histogram += np.bincount(ages, minlength=histogram.size)[: histogram.size]
+    return messages

@@ -1,0 +1,20 @@
+# The compiled per-node dispatcher loop (see dispatcher_ref.py for the model). The loop
+# itself, `dispatch_loop`, is private to _dispatcher.pyx; this declares what it reports.
+from libc.stdint cimport int64_t
+
+from magnum_lib._typedefs cimport time_ns
+
+
+cdef struct Counters:
+    int64_t work_in_ns          # work of the requests admitted so far (ns)
+    int64_t work_done_ns        # work finished or done before a pause (ns)
+    int64_t preemptions
+    int64_t pause_overhead_ns
+    int64_t resume_overhead_ns
+    int64_t visited             # quantum boundaries looked at
+    int64_t decisions           # boundaries that assigned or paused something
+    int64_t events              # arrivals + starts + completions + pauses
+    int64_t audited             # boundaries at which the conservation was recounted
+    int64_t violations          # ... and found broken (0 when correct)
+    int64_t admitted            # requests admitted by the end
+    time_ns end_ns              # the last boundary

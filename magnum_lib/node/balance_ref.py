@@ -1,0 +1,277 @@
+"""Load balancing across nodes, readable reference: the supermarket model and power-of-d placement.
+
+The compiled twin ``_balance.pyx`` has the same functions and returns the same results,
+bit for bit, for the same arguments: both draw their random numbers from the small
+SplitMix64 generator below (mirrored exactly in C) and do the same floating-point
+operations in the same order.
+
+The supermarket model (Mitzenmacher 1996)
+-----------------------------------------
+``servers`` FIFO servers, each serving at rate 1 (exponential service, mean 1 s); jobs
+arrive as one Poisson stream, each job made of ``tasks`` tasks (1 in the classic model)
+that are queued and served independently; the job rate is ``load x servers / tasks`` so
+that ``load`` is the utilization. Because every service is exponential, the next event
+is a job arrival or the departure of the head task of a uniformly random busy server
+(rate 1 per busy server): one exponential gap and one coin decide it, and a dense "busy
+set" array picks the busy server in O(1). Each server keeps its FIFO of tasks as a
+linked list through the task numbers (``head``, ``tail``, ``next_task``), so every
+task's time in system is exact.
+
+Policies (where each task of an arriving job goes):
+
+- ``RANDOM``: a uniformly random server (``choices`` is ignored): independent M/M/1
+  queues when ``tasks`` = 1.
+- ``POWER_OF_D``: the shortest of ``choices`` distinct random servers, probed for each task
+  separately (per-task sampling). The first sampled wins a tie, and the sample order is
+  random, so ties are broken uniformly.
+- ``STALE``: the least loaded server according to a view refreshed every ``refresh_ns``
+  (a bulletin board); ties are broken uniformly. Between refreshes every job sees the
+  same minimum, so jobs herd onto the few servers that looked idle.
+- ``BATCH``: Sparrow's batch sampling: the job probes ``choices x tasks`` distinct servers
+  at once and puts its tasks on the ``tasks`` least loaded of them.
+
+A job has zero wait when each of its tasks joins an idle server (``zero_wait`` counts them).
+
+Measurement: the first ``warmup`` jobs (numbered by arrival) warm the system up and are not
+reported; the queue-length tail is integrated from the arrival of job ``warmup`` to the
+arrival of the last job. After the last arrival no more jobs arrive and the queues drain:
+that changes nothing for the measured jobs, since a FIFO task only waits for tasks ahead of
+it and every busy server keeps serving at rate 1.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+RANDOM, POWER_OF_D, STALE, BATCH = 0, 1, 2, 3
+TAIL_LEVELS = 10  # queue_tail[i - 1] = time-averaged fraction of servers with >= i jobs
+NS_PER_S = 1e9
+MAX_SERVERS = 2**31 - 1  # random indices are 32-bit (see _index)
+
+_MASK = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+_TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
+
+
+def splitmix64(state: int) -> tuple[int, int]:
+    """One step of SplitMix64 (Steele, Lea & Flood 2014): ``(new_state, 64-bit output)``."""
+    state = (state + _GOLDEN) & _MASK
+    z = state
+    z = ((z ^ (z >> 30)) * _MIX1) & _MASK
+    z = ((z ^ (z >> 27)) * _MIX2) & _MASK
+    return state, z ^ (z >> 31)
+
+
+def _unit(x: int) -> float:
+    """A 64-bit output as a double in [0, 1): its top 53 bits times 2^-53 (exact)."""
+    return (x >> 11) * _TO_UNIT
+
+
+def _index(x: int, n: int) -> int:
+    """A 64-bit output as an integer in [0, n), n < 2^32: Lemire's multiply-shift of the top 32 bits."""
+    return ((x >> 32) * n) >> 32
+
+
+def check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup) -> None:
+    """Kernel-level sanity checks (the public API validates with friendlier messages first)."""
+    if not 1 <= servers <= MAX_SERVERS:
+        raise ValueError(f"servers must be in [1, {MAX_SERVERS}], got {servers}")
+    if not 0.0 < load < 1.0:
+        raise ValueError(f"load must be in (0, 1), got {load}")
+    if policy not in (RANDOM, POWER_OF_D, STALE, BATCH):
+        raise ValueError(f"policy must be 0, 1, 2 or 3, got {policy}")
+    if tasks < 1 or not 1 <= choices * (tasks if policy == BATCH else 1) <= servers:
+        raise ValueError(f"need tasks >= 1 and 1 <= probes per job <= servers={servers}, "
+                         f"got choices={choices}, tasks={tasks}")
+    if policy == STALE and refresh_ns < 1:
+        raise ValueError(f"refresh_ns must be >= 1 for the stale policy, got {refresh_ns}")
+    if jobs < 1 or not 0 <= warmup < jobs:
+        raise ValueError(f"need jobs >= 1 and 0 <= warmup < jobs, got jobs={jobs}, warmup={warmup}")
+
+
+def simulate_supermarket(servers: int, load: float, policy: int, choices: int, tasks: int,
+                         refresh_ns: int, jobs: int, warmup: int, seed: int) -> dict:
+    """Run the supermarket model; see the module docstring.
+
+    Parameters
+    ----------
+    servers : int
+        Number of FIFO servers N (service rate 1 per second each).
+    load : float
+        Work arriving per server per second, in (0, 1): jobs of ``tasks`` tasks arrive
+        at ``load x servers / tasks`` per second.
+    policy : int
+        ``RANDOM``, ``POWER_OF_D``, ``STALE`` or ``BATCH``.
+    choices : int
+        d, servers probed per task (``POWER_OF_D``: d <= N; ``BATCH``: d x tasks <= N).
+    tasks : int
+        m, tasks per job; each task is served on its own (exponential, mean 1 s).
+    refresh_ns : int
+        Period of the stale view, ns (``STALE`` only).
+    jobs, warmup : int
+        Jobs to simulate, and how many of the first ones are not measured.
+    seed : int
+        Initial SplitMix64 state (0 <= seed < 2^64).
+
+    Returns
+    -------
+    dict
+        ``time_in_system`` (int64 ns per task; task j of job i is entry ``i x tasks + j``;
+        the first ``warmup x tasks`` belong to warm-up jobs), ``tail_area``
+        (float64[TAIL_LEVELS], server-ns spent with >= i tasks during the window),
+        ``window_ns``, ``events`` (job arrivals + task departures), ``max_queue``,
+        ``zero_wait`` (measured jobs whose every task went to an idle server).
+    """
+    check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup)
+    state = seed & _MASK
+    arrival_rate = load * servers / tasks  # jobs per second
+    n_tasks = jobs * tasks
+    # Per task: its arrival time until it leaves, then its time in system (ns).
+    tis = np.zeros(n_tasks, dtype=np.int64)
+    next_task = [-1] * n_tasks  # the task behind this one at its server
+    head = [-1] * servers
+    tail = [-1] * servers
+    queue = [0] * servers
+    busy = [0] * servers  # busy[0:n_busy] lists the busy servers
+    perm = list(range(servers))  # partial Fisher-Yates shuffles sample distinct servers
+    count = [0] * (TAIL_LEVELS + 1)  # count[i] = servers holding >= i tasks
+    area = [0.0] * (TAIL_LEVELS + 1)
+    since = [0] * (TAIL_LEVELS + 1)  # last time count[i] changed (while measuring)
+    board = []  # STALE: the servers that looked least loaded at the last refresh
+    next_refresh = 0
+    n_busy = arrived = events = max_queue = zero_wait = 0
+    now = window_start = window_end = 0
+    measuring = False
+
+    def level_changed(level: int, delta: int) -> None:
+        if measuring:
+            area[level] += float(count[level]) * float(now - since[level])
+            since[level] = now
+        count[level] += delta
+
+    def sample(k: int) -> int:
+        # Step k of a partial Fisher-Yates shuffle: perm[k] becomes a new distinct server.
+        nonlocal state
+        state, x = splitmix64(state)
+        r = k + _index(x, servers - k)
+        perm[k], perm[r] = perm[r], perm[k]
+        return perm[k]
+
+    while arrived < jobs or n_busy > 0:
+        # Next event: an exponential gap at the total rate, then arrival or departure.
+        rate = arrival_rate + n_busy if arrived < jobs else float(n_busy)
+        state, x = splitmix64(state)
+        gap = -math.log(1.0 - _unit(x))
+        now += int(gap / rate * NS_PER_S + 0.5)
+        if arrived < jobs:
+            state, x = splitmix64(state)
+            is_arrival = _unit(x) * rate < arrival_rate
+        else:
+            is_arrival = False
+        if policy == STALE and arrived < jobs and now >= next_refresh:
+            # The view is a snapshot of the state at the refresh time, i.e. just before this event.
+            low = min(queue)
+            board = [s for s in range(servers) if queue[s] == low]
+            next_refresh += refresh_ns * ((now - next_refresh) // refresh_ns + 1)
+        events += 1
+        if is_arrival:
+            job = arrived
+            if job == warmup:  # the measured window opens
+                measuring = True
+                window_start = now
+                for level in range(1, TAIL_LEVELS + 1):
+                    since[level] = now
+            if job == jobs - 1:  # ... and closes with the last arrival
+                for level in range(1, TAIL_LEVELS + 1):
+                    level_changed(level, 0)
+                measuring = False
+                window_end = now
+            if policy == BATCH:
+                for k in range(choices * tasks):  # probe d x m distinct servers at once
+                    sample(k)
+            all_idle = True
+            for j in range(tasks):
+                if policy == RANDOM:
+                    state, x = splitmix64(state)
+                    s = _index(x, servers)
+                elif policy == POWER_OF_D:  # each task probes its own d servers
+                    s = -1
+                    for k in range(choices):
+                        c = sample(k)
+                        if s < 0 or queue[c] < queue[s]:
+                            s = c
+                elif policy == STALE:
+                    state, x = splitmix64(state)
+                    s = board[_index(x, len(board))]
+                else:  # BATCH: task j takes the least loaded probe not yet used by this job
+                    best = j
+                    for k in range(j + 1, choices * tasks):
+                        if queue[perm[k]] < queue[perm[best]]:
+                            best = k
+                    perm[j], perm[best] = perm[best], perm[j]
+                    s = perm[j]
+                all_idle = all_idle and queue[s] == 0
+                task = job * tasks + j
+                tis[task] = now
+                if tail[s] < 0:
+                    head[s] = task
+                else:
+                    next_task[tail[s]] = task
+                tail[s] = task
+                queue[s] += 1
+                if queue[s] == 1:
+                    busy[n_busy] = s
+                    n_busy += 1
+                if queue[s] <= TAIL_LEVELS:
+                    level_changed(queue[s], 1)
+                max_queue = max(max_queue, queue[s])
+            if all_idle and job >= warmup:
+                zero_wait += 1
+            arrived += 1
+        else:
+            state, x = splitmix64(state)
+            k = _index(x, n_busy)
+            s = busy[k]
+            task = head[s]
+            tis[task] = now - tis[task]
+            head[s] = next_task[task]
+            if head[s] < 0:
+                tail[s] = -1
+            if queue[s] <= TAIL_LEVELS:
+                level_changed(queue[s], -1)
+            queue[s] -= 1
+            if queue[s] == 0:
+                n_busy -= 1
+                busy[k] = busy[n_busy]
+    return {"time_in_system": tis, "tail_area": np.array(area[1:], dtype=np.float64),
+            "window_ns": window_end - window_start, "events": events, "max_queue": max_queue,
+            "zero_wait": zero_wait}
+
+
+def place_power_of_d(loads: np.ndarray, decisions: int, choices: int, seed: int) -> int:
+    """Place ``decisions`` unit jobs, each on the least loaded of ``choices`` distinct random servers.
+
+    The balls-into-bins form of power-of-d: ``loads`` (int64, one per server) is updated
+    in place; ties go to the first sampled server. Returns the final SplitMix64 state.
+    """
+    n = loads.shape[0]
+    if not 1 <= choices <= n <= MAX_SERVERS or decisions < 0:
+        raise ValueError(f"need 1 <= choices <= servers <= {MAX_SERVERS} and decisions >= 0, "
+                         f"got choices={choices}, servers={n}, decisions={decisions}")
+    state = seed & _MASK
+    perm = list(range(n))
+    counts = loads.tolist()
+    for _ in range(decisions):
+        best = -1
+        for k in range(choices):
+            state, x = splitmix64(state)
+            r = k + _index(x, n - k)
+            perm[k], perm[r] = perm[r], perm[k]
+            if best < 0 or counts[perm[k]] < counts[best]:
+                best = perm[k]
+        counts[best] += 1
+    loads[:] = counts
+    return state

@@ -1,0 +1,195 @@
+"""Exact assignment by shortest augmenting paths: the readable reference for ``_assignment.pyx``.
+
+The linear sum assignment problem: given an ``n x m`` cost matrix, pick at most one entry
+per row and per column, ``min(n, m)`` entries in all, with the least total cost. This is
+the Jonker-Volgenant family of algorithms in the form D. F. Crouse describes ("On
+implementing 2D rectangular assignment algorithms", IEEE TAES 52(4), 2016), which is
+also what SciPy uses. With rows <= columns:
+
+* Keep dual prices ``u`` (rows) and ``v`` (columns) such that every *reduced cost*
+  ``cost[i, j] - u[i] - v[j]`` is >= 0, and is 0 on every assigned pair.
+* Add the rows one at a time. For each new row, run Dijkstra over the reduced costs:
+  from the row, reach any column; from an assigned column, continue through the row
+  that holds it. Stop at the first *free* column reached (the sink).
+* Update the prices so the reduced costs stay >= 0 and the new path is tight, then flip
+  the path: every row on it moves to the next column, the new row takes the first one.
+
+Each row costs one Dijkstra, ``O(m)`` per scanned column, so ``O(n^2 m)`` in the worst
+case and much less on typical matrices. The prices also prove the answer optimal: they
+are a feasible solution of the dual linear program with the same value (tested).
+
+The two backends do the same floating-point operations in the same order, so they return
+the same assignment, ties included.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from magnum_lib.engine.errors import ParameterError
+
+INF = math.inf
+
+
+def prepare(cost_matrix, maximize: bool = False) -> tuple[np.ndarray, bool]:
+    """Validate ``cost_matrix`` and put it in the form the solvers take.
+
+    Accepts what ``scipy.optimize.linear_sum_assignment`` accepts: any 2-D array-like
+    whose dtype casts safely to float64 (bool, integers, float16/32/64) or strings of
+    numbers. ``+inf`` marks a forbidden pair when minimizing, ``-inf`` when maximizing.
+
+    Returns
+    -------
+    cost : ndarray of float64, shape (r, c) with r <= c, C-contiguous
+        Negated when ``maximize``; transposed when the input had more rows than columns.
+    transposed : bool
+        Whether ``cost`` is the transpose of the input.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D; NaN; ``-inf`` when minimizing or ``+inf`` when maximizing; strings
+        that are not numbers.
+    TypeError
+        A dtype that does not cast safely to float64 (complex, object, datetime, ...).
+    """
+    a = np.asarray(cost_matrix)
+    if a.ndim != 2:
+        raise ParameterError(
+            "cost_matrix", f"must be a matrix (2-D array), got a {a.ndim}-D array of shape {a.shape}")
+    if a.dtype.kind in "US":
+        a = a.astype(np.float64)  # "1.5" parses, "a" raises ValueError, as in SciPy
+    elif not np.can_cast(a.dtype, np.float64, casting="safe"):
+        raise TypeError(f"cost_matrix must hold real numbers that cast safely to float64 "
+                        f"(bool, int, float), got dtype {a.dtype}")
+    a = np.asarray(a, dtype=np.float64)
+    if maximize:
+        a = -a  # maximizing c is minimizing -c
+    lowest = a.min() if a.size else 0.0  # one pass: NaN propagates, -inf is the least
+    if np.isnan(lowest) or lowest == -INF:
+        i, j = np.argwhere(np.isnan(a) | np.isneginf(a))[0]
+        value = -a[i, j] if maximize else a[i, j]
+        accepted = "-inf" if maximize else "+inf"
+        refused = "+inf" if maximize else "-inf"
+        raise ParameterError("cost_matrix", f"contains invalid numeric entries: {value} at ({i}, {j}); "
+                             f"accepted are finite numbers and {accepted} (a forbidden pair), "
+                             f"not NaN or {refused} (maximize={maximize})")
+    transposed = a.shape[0] > a.shape[1]
+    if transposed:
+        a = a.T  # the solvers assume rows <= columns: every row gets a column
+    return np.ascontiguousarray(a), transposed
+
+
+def infeasible(row: int) -> ParameterError:
+    """The error for a row whose every completion meets an infinite (forbidden) entry."""
+    return ParameterError("cost_matrix", f"is infeasible: no complete assignment of finite "
+                          f"cost exists (found while adding row {row} of the solved matrix, "
+                          "after transposing if rows > columns)")
+
+
+def shortest_augmenting_paths(cost: np.ndarray, return_steps: bool = False):
+    """Solve a prepared ``r x c`` problem (``r <= c``, float64, no NaN, no -inf).
+
+    Returns
+    -------
+    col4row : ndarray of intp, shape (r,)
+        The column assigned to each row.
+    u, v : ndarray of float64, shapes (r,) and (c,)
+        Dual prices: ``cost[i, j] - u[i] - v[j] >= 0`` everywhere (up to rounding),
+        ``== 0`` on assigned pairs, ``v[j] <= 0`` and ``== 0`` on unassigned columns.
+    steps : int, only when ``return_steps``
+        Reduced costs evaluated (inner-loop iterations): the work, for timing per step.
+
+    Raises
+    ------
+    ValueError
+        When no complete assignment of finite cost exists.
+    """
+    n_rows, n_cols = cost.shape
+    if n_rows > n_cols:
+        raise ValueError(f"cost must have rows <= columns, got shape {cost.shape}")
+    rows = cost.tolist()  # Python floats: the same IEEE doubles, faster to index
+    u = [0.0] * n_rows
+    v = [0.0] * n_cols
+    col4row = [-1] * n_rows
+    row4col = [-1] * n_cols
+    steps = 0
+    for new_row in range(n_rows):
+        # Dijkstra from new_row. dist[j]: shortest reduced-cost path to column j so far;
+        # pred[j]: the row that path arrives from.
+        dist = [INF] * n_cols
+        pred = [-1] * n_cols
+        # Columns still to scan are todo[:n_todo]. Starting each row in memory order
+        # keeps the compiled scan cache-friendly.
+        todo = list(range(n_cols))
+        n_todo = n_cols
+        i, min_val = new_row, 0.0
+        while True:
+            row, ui = rows[i], u[i]
+            lowest, best = INF, -1
+            steps += n_todo
+            for k in range(n_todo):
+                j = todo[k]
+                reduced = min_val + row[j] - ui - v[j]
+                if reduced < dist[j]:
+                    dist[j] = reduced
+                    pred[j] = i
+                # Among equally near columns, a free one ends the search sooner.
+                if dist[j] < lowest or (dist[j] == lowest and row4col[j] < 0):
+                    lowest, best = dist[j], k
+            if lowest == INF:
+                raise infeasible(new_row)
+            min_val = lowest
+            j = todo[best]
+            # Mark j scanned: swap it to the end of the unscanned part. The scanned
+            # columns pile up in todo[n_todo:], the nearest-last one at todo[n_todo].
+            n_todo -= 1
+            todo[best], todo[n_todo] = todo[n_todo], j
+            if row4col[j] < 0:
+                sink = j
+                break
+            i = row4col[j]
+        # Prices: every scanned column (and the row holding it) moves by how much
+        # nearer it was than the sink, which keeps reduced costs >= 0 and makes the
+        # whole path tight.
+        u[new_row] += min_val
+        for k in range(n_todo + 1, n_cols):  # scanned columns except the sink
+            j = todo[k]
+            delta = min_val - dist[j]
+            u[row4col[j]] += delta
+            v[j] -= delta
+        # Flip the path from the sink back to new_row.
+        j = sink
+        while True:
+            i = pred[j]
+            row4col[j] = i
+            col4row[i], j = j, col4row[i]
+            if i == new_row:
+                break
+    result = (np.array(col4row, dtype=np.intp), np.array(u, dtype=np.float64),
+              np.array(v, dtype=np.float64))
+    return result + (steps,) if return_steps else result
+
+
+def finish(col4row: np.ndarray, transposed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(row_ind, col_ind)`` in SciPy's convention (``row_ind`` ascending) for the input."""
+    if not transposed:
+        return np.arange(col4row.shape[0], dtype=np.intp), col4row
+    # Solved on the transpose: col4row maps each input column to its input row.
+    order = np.argsort(col4row, kind="stable")
+    return col4row[order], order.astype(np.intp, copy=False)
+
+
+def solve_with(kernel, cost_matrix, maximize: bool):
+    """``linear_sum_assignment`` built on ``kernel`` (this module's or the compiled one)."""
+    cost, transposed = prepare(cost_matrix, maximize)
+    if cost.size == 0:
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+    col4row, _, _ = kernel(cost)
+    return finish(col4row, transposed)
+
+
+def linear_sum_assignment(cost_matrix, maximize: bool = False):
+    """Pure-Python twin of :func:`magnum_lib.planner.assignment.linear_sum_assignment`."""
+    return solve_with(shortest_augmenting_paths, cost_matrix, maximize)

@@ -1,0 +1,339 @@
+"""Exact assignment: SciPy's contract, SciPy's optimal cost, brute force, duality, parity.
+
+The public function runs on whichever backend is active (the suite runs once compiled,
+once with MAGNUM_PUREPYTHON=1); parity tests run both kernels side by side.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+from magnum_lib.planner import assignment_ref
+from magnum_lib.planner.assignment import linear_sum_assignment
+from tests.conftest import import_compiled
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+# Element kinds: few distinct integers (many ties), wider integers, plain floats, and
+# magnitudes spread over 12 decades with both signs.
+ELEMENTS = {
+    "ties": st.integers(0, 3).map(float),
+    "ints": st.integers(-50, 50).map(float),
+    "floats": st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+    "wide": st.builds(lambda sign, exp: sign * 10.0**exp, st.sampled_from([-1.0, 1.0]),
+                      st.floats(-3, 9)),
+}
+
+
+@st.composite
+def problems(draw, max_side: int = 12, kinds=tuple(ELEMENTS)):
+    """``(cost, maximize)``: a random matrix, sometimes with forbidden (infinite) entries."""
+    shape = (draw(st.integers(0, max_side)), draw(st.integers(0, max_side)))
+    cost = draw(hnp.arrays(np.float64, shape, elements=ELEMENTS[draw(st.sampled_from(kinds))]))
+    maximize = draw(st.booleans())
+    inf_fraction = draw(st.sampled_from([0.0, 0.0, 0.2, 0.6]))
+    if inf_fraction and cost.size:
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        forbidden = rng.random(shape) < inf_fraction
+        if draw(st.booleans()):  # keep one complete assignment finite: feasible
+            k = min(shape)
+            forbidden[np.arange(k), rng.permutation(shape[1])[:k]] = False
+        cost[forbidden] = -np.inf if maximize else np.inf
+    return cost, maximize
+
+
+def tolerance(cost: np.ndarray) -> float:
+    """Absolute slack for comparing totals: rounding in the prices is relative to the
+    largest entry, not to the total (which may be small after cancellations)."""
+    finite = np.abs(cost[np.isfinite(cost)])
+    return 1e-12 * (finite.max(initial=0.0)) * (sum(cost.shape) + 1)
+
+
+def total(cost, rows, cols) -> float:
+    return math.fsum(cost[rows, cols].tolist())
+
+
+def check_convention(cost, rows, cols):
+    """SciPy's result convention: intp arrays, min(n, m) pairs, rows ascending, no reuse."""
+    n, m = cost.shape
+    assert rows.dtype == np.intp and cols.dtype == np.intp
+    assert rows.shape == cols.shape == (min(n, m),)
+    assert np.all(np.diff(rows) > 0)
+    assert len(set(cols.tolist())) == len(cols)
+    assert np.all((0 <= cols) & (cols < m)) and np.all((0 <= rows) & (rows < n))
+    if n <= m:
+        np.testing.assert_array_equal(rows, np.arange(n))
+
+
+def brute_force(cost: np.ndarray, maximize: bool):
+    """Every complete assignment's total, best first (for matrices up to ~6 x 6)."""
+    flip = cost.shape[0] > cost.shape[1]
+    c = cost.T if flip else cost
+    n, m = c.shape
+    sign = -1.0 if maximize else 1.0
+    found = []
+    for perm in itertools.permutations(range(m), n):
+        value = math.fsum(c[i, perm[i]] for i in range(n))
+        if math.isfinite(value):
+            rows, cols = np.arange(n), np.array(perm, dtype=np.intp)
+            if flip:
+                order = np.argsort(cols)
+                rows, cols = cols[order], rows[order]
+            found.append((sign * value, rows, cols))
+    found.sort(key=lambda t: t[0])
+    return found
+
+
+# ---------------------------------------------------------------- against SciPy
+
+@SETTINGS
+@given(problems())
+def test_same_optimal_cost_as_scipy(problem):
+    cost, maximize = problem
+    try:
+        expected_rows, expected_cols = scipy_lsa(cost, maximize=maximize)
+    except ValueError as exc:
+        assert "infeasible" in str(exc)
+        with pytest.raises(ValueError, match="infeasible"):
+            linear_sum_assignment(cost, maximize=maximize)
+        return
+    rows, cols = linear_sum_assignment(cost, maximize=maximize)
+    check_convention(cost, rows, cols)
+    expected = total(cost, expected_rows, expected_cols)
+    assert math.isclose(total(cost, rows, cols), expected, rel_tol=1e-9,
+                        abs_tol=tolerance(cost))
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(max_side=6))
+def test_optimal_against_brute_force_and_unique_optimum_identical(problem):
+    cost, maximize = problem
+    found = brute_force(cost, maximize)
+    if not found and cost.size:
+        with pytest.raises(ValueError, match="infeasible"):
+            linear_sum_assignment(cost, maximize=maximize)
+        return
+    rows, cols = linear_sum_assignment(cost, maximize=maximize)
+    check_convention(cost, rows, cols)
+    if not cost.size:
+        return
+    best = found[0][0] * (-1.0 if maximize else 1.0)
+    assert math.isclose(total(cost, rows, cols), best, rel_tol=1e-9, abs_tol=tolerance(cost))
+    unique = len(found) == 1 or found[1][0] - found[0][0] > 1e-6 * (abs(found[0][0]) + 1)
+    if unique:  # then there is only one right answer, and SciPy gives it too
+        np.testing.assert_array_equal(rows, found[0][1])
+        np.testing.assert_array_equal(cols, found[0][2])
+        scipy_rows, scipy_cols = scipy_lsa(cost, maximize=maximize)
+        np.testing.assert_array_equal(cols, scipy_cols)
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (25, 60), (60, 25), (1, 30), (30, 1)])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_continuous_costs_identical_assignment_to_scipy(shape, maximize):
+    # Continuous random costs: the optimum is unique with probability 1.
+    cost = np.random.default_rng(sum(shape)).normal(size=shape)
+    rows, cols = linear_sum_assignment(cost, maximize=maximize)
+    expected_rows, expected_cols = scipy_lsa(cost, maximize=maximize)
+    np.testing.assert_array_equal(rows, expected_rows)
+    np.testing.assert_array_equal(cols, expected_cols)
+
+
+def test_hand_checked_example():
+    # Totals: cols (1, 0, 2) -> 1 + 2 + 2 = 5; every other permutation costs 6 or more.
+    rows, cols = linear_sum_assignment([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    assert rows.tolist() == [0, 1, 2] and cols.tolist() == [1, 0, 2]
+    rows, cols = linear_sum_assignment([[4, 1, 3], [2, 0, 5], [3, 2, 2]], maximize=True)
+    assert cols.tolist() == [0, 2, 1]  # 4 + 5 + 2 = 11, the unique maximum
+
+
+def test_maximize_is_minimize_of_negated():
+    cost = np.random.default_rng(7).integers(-9, 10, size=(9, 13)).astype(float)
+    rows, cols = linear_sum_assignment(cost, maximize=True)
+    neg_rows, neg_cols = linear_sum_assignment(-cost)
+    assert total(cost, rows, cols) == -total(-cost, neg_rows, neg_cols)
+
+
+def test_forbidden_entries_are_avoided():
+    cost = np.array([[np.inf, 1.0, 3.0], [np.inf, 2.0, np.inf]])
+    rows, cols = linear_sum_assignment(cost)
+    assert cols.tolist() == [2, 1]  # the only finite completion
+    rows, cols = linear_sum_assignment(-cost, maximize=True)
+    assert cols.tolist() == [2, 1]
+
+
+# ---------------------------------------------------------------- inputs
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 5), (5, 0)])
+def test_empty_matrices_give_empty_intp_arrays(shape):
+    for maximize in (False, True):
+        rows, cols = linear_sum_assignment(np.zeros(shape), maximize=maximize)
+        assert rows.shape == cols.shape == (0,)
+        assert rows.dtype == cols.dtype == np.intp
+    rows, cols = linear_sum_assignment([[]])
+    assert rows.size == 0 and cols.size == 0
+
+
+@pytest.mark.parametrize("matrix", [
+    np.array([[True, False, True], [False, True, True]]),
+    np.array([[3, 1], [2, 7], [5, 4]], dtype=np.int8),
+    np.array([[3, 1], [2, 7]], dtype=np.uint64),
+    np.array([[3, 1.5], [2, 7]], dtype=np.float32),
+    np.array([[3, 1.5], [2, 7]], dtype=np.float16),
+    [["3", "1.5"], ["2", "7"]],
+    [[3, 1], [2, 7]],
+    np.arange(30.0)[::-1].reshape(5, 6)[:, ::2],  # not contiguous
+    np.asfortranarray(np.random.default_rng(3).random((6, 4))),
+], ids=["bool", "int8", "uint64", "float32", "float16", "strings", "lists", "strided",
+        "fortran"])
+def test_accepted_inputs_as_scipy(matrix):
+    for maximize in (False, True):
+        rows, cols = linear_sum_assignment(matrix, maximize=maximize)
+        expected_rows, expected_cols = scipy_lsa(matrix, maximize=maximize)
+        cost = np.asarray(matrix, dtype=np.float64)
+        assert total(cost, rows, cols) == total(cost, expected_rows, expected_cols)
+        check_convention(cost, rows, cols)
+
+
+def test_input_is_not_modified():
+    cost = np.random.default_rng(5).random((4, 7))
+    before = cost.copy()
+    linear_sum_assignment(cost, maximize=True)
+    linear_sum_assignment(cost.T)
+    np.testing.assert_array_equal(cost, before)
+
+
+BAD = {
+    "0-D": (3.0, False),
+    "1-D": ([1.0, 2.0], False),
+    "3-D": (np.zeros((2, 2, 2)), False),
+    "ragged": ([[1, 2], [3]], False),
+    "nan": ([[np.nan, 1], [1, 1]], False),
+    "nan-max": ([[1, 1], [1, np.nan]], True),
+    "-inf-min": ([[-np.inf, 1], [1, 1]], False),
+    "+inf-max": ([[np.inf, 1], [1, 1]], True),
+    "infeasible": ([[np.inf, np.inf], [1, 1]], False),
+    "infeasible-max": ([[-np.inf, -np.inf], [1, 1]], True),
+    "infeasible-wide": ([[np.inf, 1, np.inf], [np.inf, 2, np.inf]], False),
+    "infeasible-tall": ([[np.inf, np.inf], [1, np.inf], [2, np.inf]], False),
+    "all-inf": (np.full((3, 3), np.inf), False),
+    "text": ([["a", "b"], ["c", "d"]], False),
+    "object": (np.array([[1, None], [2, 3]], dtype=object), False),
+    "complex": (np.array([[1 + 1j, 2], [3, 4]]), False),
+    "datetime": (np.array([[1, 2]], dtype="datetime64[s]"), False),
+    "float128": (np.array([[1, 2]], dtype=np.longdouble), False),
+    "empty-object": (np.zeros((0, 3), dtype=object), False),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_inputs_raise_like_scipy(name):
+    matrix, maximize = BAD[name]
+    with pytest.raises((ValueError, TypeError)) as theirs:
+        scipy_lsa(matrix, maximize=maximize)
+    with pytest.raises(theirs.type) as ours:
+        linear_sum_assignment(matrix, maximize=maximize)
+    message = str(ours.value)
+    if "infeasible" in str(theirs.value):
+        assert "infeasible" in message
+    if name not in ("ragged", "text"):  # numpy's own conversion errors, as in SciPy
+        assert "cost_matrix" in message
+
+
+def test_bad_entry_is_located():
+    with pytest.raises(ValueError, match=r"nan at \(1, 2\)"):
+        linear_sum_assignment([[1, 2, 3], [4, 5, np.nan]])
+    with pytest.raises(ValueError, match=r"inf at \(0, 1\).*maximize=True"):
+        linear_sum_assignment([[1, np.inf], [4, 5]], maximize=True)
+
+
+# ---------------------------------------------------------------- both kernels
+
+@pytest.fixture(scope="module", params=["reference", "compiled"])
+def kernel(request):
+    if request.param == "reference":
+        return assignment_ref.shortest_augmenting_paths
+    return import_compiled("magnum_lib.planner._assignment").shortest_augmenting_paths
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=problems(kinds=("ties", "floats", "ints")))
+def test_dual_prices_certify_optimality(kernel, problem):
+    # LP duality: prices with cost - u - v >= 0 everywhere, == 0 on the chosen pairs,
+    # v <= 0 and v == 0 on unchosen columns prove no assignment is cheaper.
+    cost, maximize = problem
+    prepared, _ = assignment_ref.prepare(cost, maximize)
+    if not prepared.size:
+        return
+    try:
+        col4row, u, v = kernel(prepared)
+    except ValueError:
+        assert not brute_force_feasible(prepared)
+        return
+    slack = 1e-9 * (np.abs(prepared[np.isfinite(prepared)]).max(initial=0.0) + 1.0)
+    reduced = prepared - u[:, None] - v[None, :]
+    assert np.all(reduced >= -slack)
+    np.testing.assert_allclose(reduced[np.arange(len(col4row)), col4row], 0.0, atol=slack)
+    assert np.all(v <= slack)
+    unchosen = np.setdiff1d(np.arange(prepared.shape[1]), col4row)
+    assert np.all(v[unchosen] == 0.0)
+
+
+def brute_force_feasible(cost: np.ndarray) -> bool:
+    """Whether some complete assignment avoids every infinite entry (rows <= cols):
+    a maximum bipartite matching over the finite entries, by SciPy's independent code."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    matching = maximum_bipartite_matching(csr_matrix(np.isfinite(cost).astype(np.int8)),
+                                          perm_type="column")
+    return bool(np.all(matching >= 0))
+
+
+def test_kernel_rejects_more_rows_than_columns(kernel):
+    with pytest.raises(ValueError, match="rows <= columns"):
+        kernel(np.zeros((3, 2)))
+
+
+@settings(max_examples=120, deadline=None)
+@given(problems(max_side=9))
+def test_compiled_and_reference_agree_exactly(problem):
+    compiled = import_compiled("magnum_lib.planner._assignment")
+    cost, maximize = problem
+    outcomes = []
+    for module in (compiled, assignment_ref):
+        try:
+            outcomes.append(module.linear_sum_assignment(cost, maximize=maximize))
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    assert type(outcomes[0]) is type(outcomes[1])
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+        return
+    for ours, theirs in zip(outcomes[0], outcomes[1]):
+        np.testing.assert_array_equal(ours, theirs)
+    prepared, _ = assignment_ref.prepare(cost, maximize)
+    if prepared.size:
+        a = compiled.shortest_augmenting_paths(prepared, return_steps=True)
+        b = assignment_ref.shortest_augmenting_paths(prepared, return_steps=True)
+        for x, y in zip(a[:3], b[:3]):
+            np.testing.assert_array_equal(x, y)  # the same floats, bit for bit
+        assert a[3] == b[3]
+
+
+def test_parity_on_a_larger_tied_instance():
+    compiled = import_compiled("magnum_lib.planner._assignment")
+    cost = np.random.default_rng(11).integers(0, 5, size=(60, 90)).astype(float)
+    for maximize in (False, True):
+        ours = compiled.linear_sum_assignment(cost, maximize)
+        ref = assignment_ref.linear_sum_assignment(cost, maximize)
+        np.testing.assert_array_equal(ours[1], ref[1])
+        expected = scipy_lsa(cost, maximize=maximize)
+        assert total(cost, *ours) == total(cost, *expected)
