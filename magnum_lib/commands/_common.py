@@ -45,3 +45,11 @@ def float_value(name: str, text: str) -> float:
         return float(text)
     except ValueError:
         raise ParameterError(name, f"must be a number, got {text!r}") from None
+
+
+def print_table(rows) -> None:
+    """Print ``(label, value)`` pairs as an aligned two-column table (the readable output)."""
+    rows = list(rows)
+    width = max((len(label) for label, _ in rows), default=0)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")

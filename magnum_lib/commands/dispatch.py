@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value
+from magnum_lib.commands._common import float_value, int_value, print_table
 
 
 def add(subparsers) -> None:
@@ -78,7 +78,5 @@ def _run_dispatch(args) -> int:
         theory = result.theory()["time_in_system_mean"]
         rows.insert(5, ("theory (N -> inf)", f"{theory:.6g} s"))
     rows.append(("wall time", f"{result.wall_s:.3f} s ({result.backend} backend, seed {result.seed})"))
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_table(rows)
     return 0

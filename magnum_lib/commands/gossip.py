@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value
+from magnum_lib.commands._common import float_value, int_value, print_table
 from magnum_lib.engine.errors import ParameterError
 
 JSON_KEYS = ("rounds_to_all", "rounds_to_quorum", "quorum", "coverage", "bytes_per_node_per_s", "wall_s",
@@ -94,9 +94,7 @@ def _run_gossip(args) -> int:
                            f"({result.bytes_per_node_per_s * 8 / 1e6:.3g} Mbit/s)"),
         ("wall time", f"{result.wall_s:.4f} s ({result.backend} backend, seed {result.seed})"),
     ]
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_table(rows)
     if note:
         print(f"note: {note}")
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value
+from magnum_lib.commands._common import float_value, int_value, print_table
 
 JSON_KEYS = ("endpoints", "converged", "convergence_time_s", "datagrams_sent", "datagrams_received",
              "dropped_loss", "dropped_malformed", "bytes_sent", "wall_s")
@@ -60,7 +60,5 @@ def _run_gossip_live(args) -> int:
         ("dropped malformed", f"{result.dropped_malformed:,}"),
         ("wall time", f"{result.wall_s:.3f} s (seed {result.seed})"),
     ]
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_table(rows)
     return 0

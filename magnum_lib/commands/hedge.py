@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value
+from magnum_lib.commands._common import float_value, int_value, print_table
 from magnum_lib.engine.errors import ParameterError
 
 _POOL_ONLY = ("servers", "cancel")
@@ -93,9 +93,7 @@ def _run_hedge(args) -> int:
         ("p99.9", f"{ms(result.p999)} (unhedged {ms(result.p999_unhedged)})"),
         ("wall time", f"{result.wall_s:.3f} s ({result.backend} backend, seed {result.seed})"),
     ]
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_table(rows)
     return 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value
+from magnum_lib.commands._common import float_value, int_value, print_table
 
 _KENDALL = {"exp": "M", "det": "D", "lognormal": "G"}
 
@@ -62,7 +62,5 @@ def _run_queue(args) -> int:
         ("Little's law error", f"{result.littles_law_error:.2e}"),
         ("wall time", f"{result.wall_s:.3f} s ({result.backend} backend, seed {result.seed})"),
     ]
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_table(rows)
     return 0

@@ -1,0 +1,64 @@
+"""``faux-magnum hetero``: heterogeneity-aware (LP) against blind allocation across device types."""
+from __future__ import annotations
+
+import json
+import sys
+
+from magnum_lib.commands._common import PROG, int_value
+from magnum_lib.engine.errors import ParameterError
+
+_DEFAULT_CLUSTER = {"gavel": "v100:16,p100:16,k80:16", "roofline": "h100:8,mi300x:8,mtia_v2:32"}
+EXIT_NO_DATA = 1
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "hetero", help="heterogeneity-aware vs blind allocation of jobs across device types",
+        description="Allocate jobs across device types to maximise total normalised throughput "
+                    "(an LP solved with HiGHS, as Gavel does) and compare with a heterogeneity-blind "
+                    "equal share. --trace gavel uses Gavel's measured throughputs (shared data); "
+                    "--trace roofline derives them from the hardware catalog (H100, MI300X, MTIA).")
+    p.add_argument("--trace", default="gavel", choices=["gavel", "roofline"], help="throughput source")
+    p.add_argument("--cluster", default=None, metavar="TYPE:N,...",
+                   help="device counts (default: v100:16,p100:16,k80:16 for gavel, "
+                        "h100:8,mi300x:8,mtia_v2:32 for roofline)")
+    p.add_argument("--trace-file", default=None, metavar="PATH",
+                   help="Gavel's simulation_throughputs.json (default: found in the shared data folder)")
+    p.add_argument("--jobs", default="64", metavar="N", help="jobs drawn from the models (default: 64)")
+    p.add_argument("--seed", default="0", metavar="S", help="random seed of the draw (default: 0)")
+    p.add_argument("--objective", default="throughput", choices=["throughput", "maxmin"],
+                   help="total normalised throughput, or max-min speed-up over the blind share")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_run_hetero)
+
+
+def _run_hetero(args) -> int:
+    from magnum_lib.graph.hetero import GAVEL_TYPES, compare, gavel_matrix, parse_cluster, roofline_matrix
+    from magnum_lib.workload.traces import load_gavel_throughputs
+
+    counts = parse_cluster(args.cluster or _DEFAULT_CLUSTER[args.trace])
+    jobs, seed = int_value("jobs", args.jobs), int_value("seed", args.seed)
+    if args.trace == "gavel":
+        unmeasured = [t for t in counts if t not in GAVEL_TYPES]
+        if unmeasured:
+            raise ParameterError("cluster", f"Gavel measured only {', '.join(GAVEL_TYPES)}, not "
+                                            f"{', '.join(unmeasured)} (use --trace roofline for those)")
+        try:
+            gavel = load_gavel_throughputs(args.trace_file)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"{PROG} hetero: error: {exc}", file=sys.stderr)
+            return EXIT_NO_DATA
+        tm = gavel_matrix(jobs, seed, types=tuple(counts), gavel=gavel)
+    else:
+        tm = roofline_matrix(jobs, seed, types=tuple(counts))
+    result = compare(tm, counts, args.objective)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    cluster = ", ".join(f"{n} x {t}" for t, n in result["cluster"].items())
+    what = "total normalised throughput" if args.objective == "throughput" else "least speed-up over blind"
+    print(f"{result['jobs']} jobs ({args.trace}) on {cluster}; objective: {what}")
+    print(f"  heterogeneity-aware (LP, HiGHS): {result['throughput_aware']:.3f}")
+    print(f"  heterogeneity-blind (equal share): {result['throughput_blind']:.3f}")
+    print(f"  speed-up: {result['speedup']:.3f}x")
+    return 0

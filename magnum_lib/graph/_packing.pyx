@@ -1,0 +1,138 @@
+"""Compiled time-division packer: the nogil twin of ``packing_ref.py``.
+
+Same arguments and the same int64 results as
+:func:`magnum_lib.graph.packing_ref.pack_kernel`; read that file for the model.
+"""
+import numpy as np
+
+from magnum_lib._typedefs cimport time_ns, intp_t
+
+
+cdef int pack_core(const time_ns[::1] arrival, const time_ns[::1] reserve, const time_ns[::1] layer_ptr,
+                   const time_ns[::1] runtime, const time_ns[::1] xfer, const time_ns[::1] link,
+                   time_ns capacity, intp_t max_resident, intp_t window, time_ns switch_ns,
+                   const intp_t[::1] order, time_ns[::1] start, time_ns[::1] end,
+                   time_ns[::1] xstart, time_ns[::1] xend, time_ns[::1] admit, time_ns[::1] done,
+                   time_ns[::1] nxt, time_ns[::1] ready, time_ns[::1] link_free,
+                   intp_t[::1] resident, unsigned char[::1] taken) noexcept nogil:
+    """Fill start/end/xstart/xend/admit/done; return 0, or -1 if a waiting job can never fit.
+
+    ``order`` is the jobs in arrival order (stable); ``nxt`` starts as ``layer_ptr[:-1]``,
+    ``ready`` and ``link_free`` as 0, ``taken`` as 0; ``resident`` is scratch of size J.
+    """
+    cdef intp_t n_jobs = arrival.shape[0]
+    cdef intp_t head = 0, future = 0, n_res = 0, finished = 0, seen, i, r, j, best
+    cdef time_ns t = 0, mem_used = 0, s, e, xs, nxt_t
+    cdef intp_t last_job = -1, c, k
+    while finished < n_jobs:
+        # 1. Release jobs whose last layer and transfer are over (swap-remove: order is irrelevant).
+        r = 0
+        while r < n_res:
+            j = resident[r]
+            if nxt[j] == layer_ptr[j + 1] and ready[j] <= t:
+                mem_used -= reserve[j]
+                done[j] = ready[j]
+                finished += 1
+                n_res -= 1
+                resident[r] = resident[n_res]
+            else:
+                r += 1
+        if finished == n_jobs:
+            break
+        # 2. Admit, first-fit over the first `window` arrived waiting jobs.
+        while head < n_jobs and taken[order[head]]:
+            head += 1
+        seen = 0
+        i = head
+        while i < n_jobs and seen < window and n_res < max_resident:
+            j = order[i]
+            i += 1
+            if taken[j]:
+                continue
+            if arrival[j] > t:
+                break
+            seen += 1
+            if mem_used + reserve[j] <= capacity:
+                taken[j] = 1
+                mem_used += reserve[j]
+                admit[j] = t
+                ready[j] = t
+                resident[n_res] = j
+                n_res += 1
+        # 3. The resident job whose next layer has been ready longest (ties: lower index).
+        best = -1
+        for r in range(n_res):
+            j = resident[r]
+            if nxt[j] < layer_ptr[j + 1] and (best < 0 or ready[j] < ready[best]
+                                               or (ready[j] == ready[best] and j < best)):
+                best = j
+        if best >= 0 and ready[best] <= t:
+            k = nxt[best]
+            s = t + (switch_ns if last_job >= 0 and last_job != best else 0)
+            e = s + runtime[k]
+            start[k] = s
+            end[k] = e
+            t = e
+            last_job = best
+            ready[best] = e
+            if xfer[k] > 0:
+                c = link[k]
+                xs = e if e > link_free[c] else link_free[c]
+                xstart[k] = xs
+                xend[k] = xs + xfer[k]
+                link_free[c] = xend[k]
+                ready[best] = xend[k]
+            nxt[best] = k + 1
+            continue
+        # 4. Nothing to run now: jump to the next event (a layer ready, a release, an arrival).
+        nxt_t = ready[best] if best >= 0 else -1
+        for r in range(n_res):
+            j = resident[r]
+            if nxt[j] == layer_ptr[j + 1] and (nxt_t < 0 or ready[j] < nxt_t):
+                nxt_t = ready[j]
+        while future < n_jobs and arrival[order[future]] <= t:
+            future += 1
+        if future < n_jobs and (nxt_t < 0 or arrival[order[future]] < nxt_t):
+            nxt_t = arrival[order[future]]
+        if nxt_t < 0:
+            return -1
+        t = nxt_t
+    return 0
+
+
+def pack_kernel(arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity,
+                max_resident, window, switch_ns):
+    """Schedule every layer (same contract as ``packing_ref.pack_kernel``)."""
+    cdef const time_ns[::1] arr = np.ascontiguousarray(arrival, dtype=np.int64)
+    cdef const time_ns[::1] ptr = np.ascontiguousarray(layer_ptr, dtype=np.int64)
+    n_jobs, n_layers = arr.shape[0], np.asarray(runtime).shape[0]
+    order = np.argsort(np.asarray(arr), kind="stable").astype(np.intp)
+    start = np.full(n_layers, -1, np.int64)
+    end = np.full(n_layers, -1, np.int64)
+    xstart = np.full(n_layers, -1, np.int64)
+    xend = np.full(n_layers, -1, np.int64)
+    admit = np.full(n_jobs, -1, np.int64)
+    done = np.full(n_jobs, -1, np.int64)
+    nxt = np.array(np.asarray(ptr)[:-1], dtype=np.int64)
+    ready = np.zeros(n_jobs, np.int64)
+    link_free = np.zeros(max(int(n_links), 1), np.int64)
+    resident = np.zeros(max(n_jobs, 1), np.intp)
+    taken = np.zeros(n_jobs, np.uint8)
+    cdef int status
+    cdef const time_ns[::1] res_v = np.ascontiguousarray(reserve, dtype=np.int64)
+    cdef const time_ns[::1] rt_v = np.ascontiguousarray(runtime, dtype=np.int64)
+    cdef const time_ns[::1] x_v = np.ascontiguousarray(xfer, dtype=np.int64)
+    cdef const time_ns[::1] l_v = np.ascontiguousarray(link, dtype=np.int64)
+    cdef const intp_t[::1] o_v = order
+    cdef time_ns[::1] s_v = start, e_v = end, xs_v = xstart, xe_v = xend, a_v = admit, d_v = done
+    cdef time_ns[::1] n_v = nxt, rd_v = ready, lf_v = link_free
+    cdef intp_t[::1] rs_v = resident
+    cdef unsigned char[::1] tk_v = taken
+    cdef time_ns cap = capacity, sw = switch_ns
+    cdef intp_t mr = max_resident, win = window
+    with nogil:
+        status = pack_core(arr, res_v, ptr, rt_v, x_v, l_v, cap, mr, win, sw, o_v,
+                           s_v, e_v, xs_v, xe_v, a_v, d_v, n_v, rd_v, lf_v, rs_v, tk_v)
+    if status != 0:
+        raise RuntimeError("packing stalled: a waiting job can never fit (validate inputs first)")
+    return start, end, xstart, xend, admit, done
