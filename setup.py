@@ -33,4 +33,8 @@ extensions = [
     for p in sorted(Path("magnum_lib").rglob("*.pyx"))
 ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives=directives, quiet=True))
+# force: the directives are not part of the .c file's timestamp check, so switching
+# between debug and release must regenerate every module.
+FORCE = os.environ.get("MAGNUM_CYTHON_FORCE") == "1"
+
+setup(ext_modules=cythonize(extensions, compiler_directives=directives, quiet=True, force=FORCE))

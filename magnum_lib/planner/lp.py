@@ -1,0 +1,99 @@
+"""The placement LP (a transportation problem) solved with SciPy's HiGHS, and its lower bound.
+
+Sources ``s`` (job classes, or single jobs) supply ``supply[s]`` jobs; sinks ``t`` (node
+classes) take at most ``capacity[t]`` jobs; ``x[s, t] >= 0`` jobs of ``s`` go to ``t`` at
+``cost[s, t]`` each (only finite entries are arcs) and ``u[s]`` stay unplaced at
+``penalty[s]`` each::
+
+    minimize    sum cost[s,t] x[s,t] + sum penalty[s] u[s]
+    subject to  sum_t x[s,t] + u[s] = supply[s]      (every job placed or left out)
+                sum_s x[s,t]        <= capacity[t]   (one job per node)
+
+This is a min-cost flow (source -> sources -> sinks -> sink, plus an overflow arc per
+source). Its constraint matrix is a network matrix, totally unimodular, so every vertex
+of the polytope is integral: a simplex solver returns a whole-job plan, and the LP optimum
+*is* the optimum of the integer problem. That is why this module is both the ``flow``
+solver and the lower bound of every other planner: each feasible plan (greedy, article,
+assignment) is a feasible integer point of the same LP, so its cost is >= the bound.
+
+Why HiGHS: SciPy has no general min-cost flow, networkx (network simplex) is not installed
+here, OR-tools is not either; HiGHS ships with SciPy, is well kept, and its dual simplex
+("highs-ds") returns a vertex, hence integers. The interior-point method would not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+__all__ = ["TransportSolution", "transport_lp", "INTEGRALITY_TOL"]
+
+INTEGRALITY_TOL = 1e-6
+
+
+@dataclass(frozen=True, eq=False)
+class TransportSolution:
+    """Optimal flow: ``arc_source[k] -> arc_sink[k]`` carries ``arc_flow[k]`` jobs (integers).
+
+    ``unplaced[s]``: jobs of source ``s`` left out. ``objective``: the LP optimum (the
+    lower bound). ``integral``: HiGHS returned whole numbers (always, for a vertex).
+    """
+
+    arc_source: np.ndarray
+    arc_sink: np.ndarray
+    arc_flow: np.ndarray
+    unplaced: np.ndarray
+    objective: float
+    integral: bool
+    iterations: int
+
+
+def transport_lp(cost: np.ndarray, supply: np.ndarray, capacity: np.ndarray,
+                 penalty: np.ndarray, method: str = "highs-ds") -> TransportSolution:
+    """Solve the transportation LP above with HiGHS dual simplex.
+
+    Parameters
+    ----------
+    cost : ndarray, shape (S, T)
+        Cost per job; non-finite entries are not arcs.
+    supply : ndarray of int, shape (S,)
+    capacity : ndarray of int, shape (T,)
+    penalty : ndarray of float, shape (S,)
+        Cost per unplaced job of each source (finite, > 0).
+    method : str
+        ``linprog`` method; the default dual simplex returns a vertex (integral flows).
+        ``"highs-ipm"`` may not: then flows are rounded down and ``integral`` is False.
+    """
+    n_src, n_snk = cost.shape
+    src, snk = np.nonzero(np.isfinite(cost))
+    n_arc = src.size
+    if n_src == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return TransportSolution(empty, empty, empty, empty, 0.0, True, 0)
+    c = np.concatenate([cost[src, snk], penalty.astype(np.float64)])
+    cols = np.arange(n_arc + n_src)
+    rows_eq = np.concatenate([src, np.arange(n_src)])
+    a_eq = sparse.csr_matrix((np.ones(n_arc + n_src), (rows_eq, cols)), shape=(n_src, n_arc + n_src))
+    if n_arc:
+        a_ub = sparse.csr_matrix((np.ones(n_arc), (snk, np.arange(n_arc))), shape=(n_snk, n_arc + n_src))
+        b_ub = capacity.astype(np.float64)
+    else:
+        a_ub = b_ub = None
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=supply.astype(np.float64),
+                  bounds=(0, None), method=method)
+    if res.status != 0:  # cannot happen for a valid input: u = supply is always feasible
+        raise RuntimeError(f"HiGHS failed on the placement LP: {res.message}")
+    x = res.x
+    flow = np.rint(x)
+    integral = bool(np.all(np.abs(flow - x) <= INTEGRALITY_TOL))
+    if not integral:
+        # Keep the plan feasible whatever happens: round down, leftovers become unplaced.
+        flow = np.floor(x + INTEGRALITY_TOL)
+    flow = flow.astype(np.int64)
+    arc_flow = flow[:n_arc]
+    unplaced = supply.astype(np.int64) - np.bincount(src, weights=arc_flow, minlength=n_src).astype(np.int64)
+    keep = arc_flow > 0
+    return TransportSolution(src[keep], snk[keep], arc_flow[keep], unplaced, float(res.fun), integral,
+                             int(getattr(res, "nit", 0) or 0))
