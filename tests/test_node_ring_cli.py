@@ -80,3 +80,21 @@ def test_bad_target_exits_2(capsys, argv, words):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+def test_bench_regional_target_reports_round_and_validations(capsys):
+    from magnum_lib.cli import main
+
+    assert main(["bench", "regional", "--nodes", "2000", "--requests", "200", "--repeats", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == 2000 and out["requests"] == 200
+    assert out["round_ms"] > 0 and out["validations_per_s"] > 0
+    assert 0.0 <= out["accepted_fraction"] <= 1.0
+
+
+def test_bench_regional_bad_nodes_names_the_flag(capsys):
+    from magnum_lib.cli import main
+
+    assert main(["bench", "regional", "--nodes", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--nodes" in err and len(err.strip().splitlines()) == 1
