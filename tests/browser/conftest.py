@@ -31,6 +31,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SERVER_START_S = 60
 RUN_ALL_S = int(os.environ.get("MAGNUM_BROWSER_TIMEOUT_S", "120"))
 SLIDER_ANSWER_S = 30
+RUN_START_S = 30
 
 # User settings: no news, no update checks, start the notebook's kernel without asking,
 # and keep every cell in the DOM (no virtual scrolling) so the explorer can be found.
@@ -151,9 +152,20 @@ def run_notebook_and_nudge(lab, notebook: str, explorer_css: str, slider: int,
             # Kernel up before we run anything.
             page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for()
 
-            # Run > Run All Cells, as a person would.
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            # Run > Run All Cells, as a person would. On a busy machine the first click can
+            # land before the notebook is ready to run; a person would click again, and so
+            # do we (once) when no cell has started after a while.
+            for attempt in range(2):
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+                try:
+                    page.wait_for_function(
+                        "() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
+                        ".some(e => /\\[(\\*|\\d+)\\]/.test(e.textContent))", timeout=RUN_START_S * 1000)
+                    break
+                except PlaywrightTimeout:
+                    if attempt:
+                        raise
 
             explorer = page.locator(f".{explorer_css}")
             explorer.first.wait_for(state="visible")

@@ -1,0 +1,256 @@
+"""Bouncer explorer (notebook 04): load balancing, hedging and device choice on one node.
+
+UI only: every number comes from :func:`magnum_lib.widgets.bouncer_model.evaluate`.
+
+Usage in a notebook::
+
+    from magnum_lib.widgets.bouncer_explorer import bouncer_explorer
+    explorer = bouncer_explorer()
+    explorer.widget                     # display it
+
+and in a test (no browser)::
+
+    explorer.controls["choices"].value = 1
+    explorer.scenario.mean_ms            # ms, the latest BouncerScenario
+"""
+from __future__ import annotations
+
+import html
+import io
+import math
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
+from PIL import Image
+
+from magnum_lib import backend
+from magnum_lib.node.balance_ref import TAIL_LEVELS
+from magnum_lib.widgets import bouncer_model
+from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, Explorer, new_figure, slider
+
+_DECADES = [1.0, 1e-2, 1e-4]
+_CDF_XMAX_MS = 25.0
+
+
+def _plain_log_axis(ax) -> None:
+    """Log y axis with fixed decade ticks in plain text: mathtext tick labels and minor
+    ticks made each render several times slower."""
+    ax.yaxis.set_major_locator(FixedLocator(_DECADES))
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _few_ticks(ax) -> None:
+    """At most 4 x ticks: every tick label is a text render on each change."""
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+
+
+_POLICY_STYLE = {"cheapest_meeting_sla": ("tab:green", "o"), "fastest_first": ("tab:red", "s"),
+                 "random": ("tab:gray", "^")}
+
+
+class BouncerExplorer(Explorer):
+    """Sliders for load, d, hedge delay, SLA and the device mix; three panels, one figure.
+
+    Panels: the latency CDF's tail ``P(latency > t)`` without and with hedging (the M/M/1
+    line is d = 1); the queue-length tail beside Mitzenmacher's closed form; energy per
+    request against SLA attainment for the three built-in placement policies.
+
+    Attributes
+    ----------
+    widget, controls, readout, figure, image
+        As for every explorer. Controls: ``"load"``, ``"choices"`` (d), ``"hedge_ms"``,
+        ``"sla_ms"``, ``"mix"`` (a key of :data:`bouncer_model.MIXES`).
+    scenario : bouncer_model.BouncerScenario
+        The latest evaluated setting.
+    result : magnum_lib.node.balance.SupermarketResult
+        The latest supermarket run.
+    """
+
+    css_class = "magnum-bouncer-explorer"
+
+    def __init__(self, *, servers: int = 300, jobs: int = 100_000, requests: int = 200, seed: int = 0,
+                 load: float = 0.9, choices: int = 2, hedge_ms: float = 5.0, sla_ms: float = 20.0,
+                 mix: str = bouncer_model.DEFAULT_MIX):
+        self.sizes = {"servers": int(servers), "jobs": int(jobs), "requests": int(requests), "seed": int(seed)}
+        # continuous_update=False (slider()): one evaluation per release, not per pixel dragged.
+        controls = {
+            "load": slider(widgets.FloatSlider, "load", value=load, min=0.1, max=0.98, step=0.02,
+                           readout_format=".2f"),
+            "choices": slider(widgets.IntSlider, "choices d", value=choices, min=1, max=6),
+            "hedge_ms": slider(widgets.FloatSlider, "hedge delay (ms)", value=hedge_ms, min=0.0, max=20.0,
+                               step=0.5, readout_format=".1f"),
+            "sla_ms": slider(widgets.FloatSlider, "SLA (ms)", value=sla_ms, min=1.0, max=50.0, step=1.0,
+                             readout_format=".0f"),
+            "mix": widgets.Dropdown(options=list(bouncer_model.MIXES), value=mix, description="device mix",
+                                    style=SLIDER_STYLE, layout=widgets.Layout(**SLIDER_LAYOUT)),
+        }
+        fig = new_figure(11.0, 3.6)
+        fig.subplots_adjust(left=0.075, right=0.98, bottom=0.15, top=0.86, wspace=0.34)
+        super().__init__(controls, fig)
+        self._axes = fig.subplots(1, 3)
+        self._background = None
+        self._limits = None
+        self._init_artists()
+        self.update()
+
+    def update(self):
+        """As :meth:`Explorer.update`, but blitted: the axes, ticks and legends are drawn
+        once and cached; a change redraws only the data artists and titles onto the cached
+        background (a full redraw only when an axis range changes). Every text render
+        costs milliseconds, and three panels carry many of them."""
+        scenario = self.evaluate()
+        self.scenario = scenario
+        self.draw(scenario)
+        self.readout.value = self.readout_html(scenario)
+        self.image.value = self._render()
+        self.updates += 1
+        return scenario
+
+    def _render(self) -> bytes:
+        canvas = self.figure.canvas
+        limits = tuple(ax.get_xlim() + ax.get_ylim() for ax in self._axes)
+        if self._background is None or limits != self._limits:
+            canvas.draw()  # animated artists are left out of the background
+            self._background = canvas.copy_from_bbox(self.figure.bbox)
+            self._limits = limits
+        else:
+            canvas.restore_region(self._background)
+        for artist in self._animated:
+            if artist.get_visible():
+                self.figure.draw_artist(artist)
+        width, height = canvas.get_width_height(physical=True)
+        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        buf = io.BytesIO()
+        image.save(buf, format="png", compress_level=1)
+        return buf.getvalue()
+
+    @property
+    def result(self):
+        """The latest SupermarketResult."""
+        return None if self.scenario is None else self.scenario.market
+
+    def _init_artists(self) -> None:
+        ax_cdf, ax_tail, ax_energy = self._axes
+        (self._plain,) = ax_cdf.plot([], [], color="tab:blue", lw=2, label="power-of-d")
+        (self._hedged,) = ax_cdf.plot([], [], color="tab:purple", lw=2, ls="--", label="power-of-d + hedge")
+        (self._mm1,) = ax_cdf.plot([], [], color="black", lw=1, ls=":", label="random (M/M/1 theory)")
+        self._hedge_line = ax_cdf.axvline(0.0, color="tab:purple", lw=1, alpha=0.6)
+        self._hedge_text = ax_cdf.text(0.5, 0.5, bouncer_model.HEDGE_ALL_MESSAGE, transform=ax_cdf.transAxes,
+                                       ha="center", va="center", color="crimson", fontsize=8,
+                                       visible=False, bbox={"facecolor": "white", "edgecolor": "crimson"})
+        ax_cdf.set(yscale="log", xlabel="latency (ms)", ylabel="P(latency > t)", title="latency CDF (tail)")
+        _plain_log_axis(ax_cdf)
+        _few_ticks(ax_cdf)
+        ax_cdf.legend(fontsize=7, loc="lower left")
+
+        levels = np.arange(1, TAIL_LEVELS + 1)
+        (self._tail_sim,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "o", color="tab:blue", label="simulated")
+        (self._tail_theory,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "-", color="tab:orange",
+                                            label="theory load^((d^i-1)/(d-1))")
+        (self._tail_random,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), ":", color="black", label="d = 1: load^i")
+        ax_tail.set(yscale="log", xlabel="i (requests queued)", ylabel="servers with ≥ i",
+                    title="queue-length tail", ylim=(1e-5, 1.5), xticks=[1, 4, 7, 10])
+        _plain_log_axis(ax_tail)
+        ax_tail.legend(fontsize=7, loc="center right")
+
+        self._points = {}
+        for name, (color, marker) in _POLICY_STYLE.items():
+            (self._points[name],) = ax_energy.plot([], [], marker, color=color, ms=9, label=name.replace("_", " "))
+        self._sla_text = ax_energy.text(0.5, 0.5, bouncer_model.NO_SLA_MESSAGE, transform=ax_energy.transAxes,
+                                        ha="center", va="center", color="crimson", fontsize=8,
+                                        visible=False, bbox={"facecolor": "white", "edgecolor": "crimson"})
+        ax_energy.set(xlabel="SLA attainment", ylabel="energy per request (J)", xlim=(-0.02, 1.05),
+                      title="device choice")
+        _few_ticks(ax_energy)
+        ax_energy.yaxis.set_major_locator(MaxNLocator(4))
+        ax_energy.legend(fontsize=7, loc="upper left")
+        self._animated = [self._plain, self._hedged, self._mm1, self._hedge_line, self._hedge_text,
+                          self._tail_sim, self._tail_theory, self._tail_random, *self._points.values(),
+                          self._sla_text, *(ax.title for ax in self._axes)]
+        for artist in self._animated:
+            artist.set_animated(True)
+
+    def evaluate(self) -> bouncer_model.BouncerScenario:
+        c = self.controls
+        return bouncer_model.evaluate(c["load"].value, c["choices"].value, c["hedge_ms"].value,
+                                      c["sla_ms"].value, c["mix"].value, **self.sizes)
+
+    def readout_html(self, sc: bouncer_model.BouncerScenario) -> str:
+        return readout_html(sc)
+
+    def draw(self, sc: bouncer_model.BouncerScenario) -> None:
+        ax_cdf, ax_tail, ax_energy = self._axes
+        t, tail = bouncer_model.ccdf_points(sc.latency_ms)
+        th, tail_h = bouncer_model.ccdf_points(sc.hedged_ms)
+        self._plain.set_data(t, tail)
+        self._hedged.set_data(th, tail_h)
+        # A fixed range (a d = 1 tail runs off it, which is the point) so that most
+        # changes reuse the cached background.
+        xmax = _CDF_XMAX_MS
+        xs = np.linspace(0.0, xmax, 100)
+        rate = (1.0 - sc.load) / bouncer_model.SERVICE_MS  # M/M/1 time in system ~ Exp(mu - lambda)
+        self._mm1.set_data(xs, np.exp(-rate * xs))
+        self._hedge_line.set_xdata([sc.hedge_ms, sc.hedge_ms])
+        self._hedge_text.set_visible(sc.hedge_ms == 0)
+        ax_cdf.set_xlim(0.0, xmax)
+        ax_cdf.set_ylim(1e-5, 1.5)
+        ax_cdf.set_title(f"latency: p99 {sc.p99_ms:.2f} → {sc.p99_hedged_ms:.2f} ms hedged", fontsize=10)
+
+        sim = np.maximum(np.asarray(sc.queue_tail), 1e-6)
+        self._tail_sim.set_ydata(sim)
+        self._tail_theory.set_ydata(np.maximum(np.asarray(sc.theory_tail), 1e-6))
+        self._tail_random.set_ydata([sc.load ** i for i in range(1, TAIL_LEVELS + 1)])
+        ax_tail.set_title(f"queue tail: load {sc.load:.2f}, d = {sc.choices}", fontsize=10)
+
+        energies = []
+        for name, artist in self._points.items():
+            p = sc.placements[name]
+            artist.set_data([p.sla_attainment], [p.energy_per_request_j])
+            energies.append(p.energy_per_request_j)
+        ax_energy.set_ylim(0.0, 0.5 * math.ceil(2.5 * max(energies)))
+        self._sla_text.set_visible(not sc.sla_feasible)
+        ax_energy.set_title(f"{sc.mix}, SLA {sc.sla_ms:g} ms", fontsize=10)
+
+
+def _row(name: str, *cells) -> str:
+    return f"<tr><td>{name}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def readout_html(sc: bouncer_model.BouncerScenario) -> str:
+    """The readout: simulated beside theory, hedging's price, the placement table."""
+    head = (f"<b>load</b> {sc.load:.2f}, <b>d</b> = {sc.choices}, {sc.market.servers} servers "
+            f"&nbsp; <i>({html.escape(backend())} backend)</i>")
+    balance_rows = (_row("mean time in system (ms)", f"{sc.mean_ms:.2f}", f"{sc.theory_mean_ms:.2f}")
+                    + _row("servers with ≥ 2 queued", f"{sc.queue_tail[1]:.3f}", f"{sc.theory_tail[1]:.3f}")
+                    + _row("random (d = 1) mean (ms)", "", f"{sc.random_mean_ms:.2f}"))
+    hedge = (f"hedge after {sc.hedge_ms:g} ms: <b>+{sc.extra_load:.1%}</b> load, "
+             f"p99 {sc.p99_ms:.2f} → {sc.p99_hedged_ms:.2f} ms")
+    if sc.hedge_ms == 0:
+        hedge += f"<br><b style='color:crimson'>{html.escape(bouncer_model.HEDGE_ALL_MESSAGE)}</b>"
+    rows = "".join(_row(name.replace("_", " "), f"{p.sla_attainment:.1%}", f"{p.energy_per_request_j:.2f}",
+                        f"{p.latency_p99_s * 1e3:.1f}") for name, p in sc.placements.items())
+    sla = "" if sc.sla_feasible else f"<br><b style='color:crimson'>{html.escape(bouncer_model.NO_SLA_MESSAGE)}</b>"
+    return (f"<div class='magnum-readout'>{head}"
+            f"<table cellpadding=2><tr><th></th><th>simulated</th><th>theory</th></tr>{balance_rows}</table>"
+            f"{hedge}<br><b>{html.escape(sc.mix)}</b>, SLA {sc.sla_ms:g} ms, best: "
+            f"{sc.best_policy.replace('_', ' ')}"
+            f"<table cellpadding=2><tr><th>policy</th><th>SLA met</th><th>J/request</th><th>p99 ms</th></tr>"
+            f"{rows}</table>{sla}</div>")
+
+
+def bouncer_explorer(**kwargs) -> BouncerExplorer:
+    """Build the notebook-04 explorer; display ``.widget``.
+
+    Keyword arguments: sizes ``servers`` (300), ``jobs`` (100,000), ``requests`` (200) and
+    ``seed``, kept small so a change answers in well under 150 ms; starting values ``load``,
+    ``choices``, ``hedge_ms``, ``sla_ms``, ``mix``.
+    """
+    return BouncerExplorer(**kwargs)
+
+
+# (control, value) changes that benchmarks/bench_widgets.py replays.
+BENCH_STEPS = [("choices", 1), ("load", 0.8), ("hedge_ms", 2.0), ("sla_ms", 10.0), ("mix", "4 H100"),
+               ("choices", 2), ("load", 0.9), ("hedge_ms", 5.0), ("sla_ms", 20.0),
+               ("mix", bouncer_model.DEFAULT_MIX)]
