@@ -13,6 +13,7 @@ import io
 import ipywidgets as widgets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image
 
 DPI = 80
 SLIDER_STYLE = {"description_width": "150px"}
@@ -83,6 +84,48 @@ class Explorer:
 
     def readout_html(self, scenario) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class BlittedExplorer(Explorer):
+    """An explorer whose multi-panel figure is blitted, for speed.
+
+    Subclasses set ``self._axes`` (the axes) and ``self._animated`` (the artists that
+    change, created with ``animated=True``) before the first :meth:`update`.
+    """
+
+    _background = None
+    _limits = None
+
+    def update(self):
+        """As :meth:`Explorer.update`, but blitted: the axes, ticks and legends are drawn
+        once and cached; a change redraws only the data artists and titles onto the cached
+        background (a full redraw only when an axis range changes). Every text render
+        costs milliseconds, and three panels carry many of them."""
+        scenario = self.evaluate()
+        self.scenario = scenario
+        self.draw(scenario)
+        self.readout.value = self.readout_html(scenario)
+        self.image.value = self._render()
+        self.updates += 1
+        return scenario
+
+    def _render(self) -> bytes:
+        canvas = self.figure.canvas
+        limits = tuple(ax.get_xlim() + ax.get_ylim() for ax in self._axes)
+        if self._background is None or limits != self._limits:
+            canvas.draw()  # animated artists are left out of the background
+            self._background = canvas.copy_from_bbox(self.figure.bbox)
+            self._limits = limits
+        else:
+            canvas.restore_region(self._background)
+        for artist in self._animated:
+            if artist.get_visible():
+                self.figure.draw_artist(artist)
+        width, height = canvas.get_width_height(physical=True)
+        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        buf = io.BytesIO()
+        image.save(buf, format="png", compress_level=1)
+        return buf.getvalue()
 
 
 def slider(kind, description: str, **kwargs):

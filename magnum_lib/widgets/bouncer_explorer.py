@@ -16,18 +16,16 @@ and in a test (no browser)::
 from __future__ import annotations
 
 import html
-import io
 import math
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
-from PIL import Image
 
 from magnum_lib import backend
 from magnum_lib.node.balance_ref import TAIL_LEVELS
 from magnum_lib.widgets import bouncer_model
-from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, Explorer, new_figure, slider
+from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
 
 _DECADES = [1.0, 1e-2, 1e-4]
 _CDF_XMAX_MS = 25.0
@@ -50,7 +48,7 @@ _POLICY_STYLE = {"cheapest_meeting_sla": ("tab:green", "o"), "fastest_first": ("
                  "random": ("tab:gray", "^")}
 
 
-class BouncerExplorer(Explorer):
+class BouncerExplorer(BlittedExplorer):
     """Sliders for load, d, hedge delay, SLA and the device mix; three panels, one figure.
 
     Panels: the latency CDF's tail ``P(latency > t)`` without and with hedging (the M/M/1
@@ -90,41 +88,8 @@ class BouncerExplorer(Explorer):
         fig.subplots_adjust(left=0.075, right=0.98, bottom=0.15, top=0.86, wspace=0.34)
         super().__init__(controls, fig)
         self._axes = fig.subplots(1, 3)
-        self._background = None
-        self._limits = None
         self._init_artists()
         self.update()
-
-    def update(self):
-        """As :meth:`Explorer.update`, but blitted: the axes, ticks and legends are drawn
-        once and cached; a change redraws only the data artists and titles onto the cached
-        background (a full redraw only when an axis range changes). Every text render
-        costs milliseconds, and three panels carry many of them."""
-        scenario = self.evaluate()
-        self.scenario = scenario
-        self.draw(scenario)
-        self.readout.value = self.readout_html(scenario)
-        self.image.value = self._render()
-        self.updates += 1
-        return scenario
-
-    def _render(self) -> bytes:
-        canvas = self.figure.canvas
-        limits = tuple(ax.get_xlim() + ax.get_ylim() for ax in self._axes)
-        if self._background is None or limits != self._limits:
-            canvas.draw()  # animated artists are left out of the background
-            self._background = canvas.copy_from_bbox(self.figure.bbox)
-            self._limits = limits
-        else:
-            canvas.restore_region(self._background)
-        for artist in self._animated:
-            if artist.get_visible():
-                self.figure.draw_artist(artist)
-        width, height = canvas.get_width_height(physical=True)
-        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buf = io.BytesIO()
-        image.save(buf, format="png", compress_level=1)
-        return buf.getvalue()
 
     @property
     def result(self):

@@ -25,8 +25,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 from magnum_lib import backend
 from magnum_lib.regional.contention import POLICIES
 from magnum_lib.widgets import conductor_model as cm
-from magnum_lib.widgets.bouncer_explorer import BouncerExplorer
-from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, Explorer, new_figure, slider
+from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
 
 _FLOOR = 1e-6  # log axes: a rate of 0 is drawn at the floor
 _PRE_FLOOR = 0.01  # preemptions per 1,000 leases: 0 is drawn at this floor
@@ -42,7 +41,7 @@ def _log_axis(ax, decades) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-class ConductorExplorer(Explorer):
+class ConductorExplorer(BlittedExplorer):
     """Sliders for staleness, concurrency, load, policy and lease timeout; four panels.
 
     Panels: round conflict rate of the three policies (birthday bound and the article's
@@ -82,16 +81,8 @@ class ConductorExplorer(Explorer):
         fig.subplots_adjust(left=0.08, right=0.98, bottom=0.09, top=0.93, wspace=0.28, hspace=0.55)
         super().__init__(controls, fig)
         self._axes = fig.subplots(2, 2).ravel()
-        self._background = None
-        self._limits = None
         self._init_artists()
         self.update()
-
-    # Rendering: blitted exactly as the bouncer explorer (axes, ticks and legends drawn once
-    # and cached; a change redraws only the animated artists). Same attribute names
-    # (_axes, _animated, _background, _limits), so its two methods serve here unchanged.
-    update = BouncerExplorer.update
-    _render = BouncerExplorer._render
 
     @property
     def result(self):
