@@ -11,12 +11,13 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test build venv unit unit-python notebooks browser chromium bench clean help
+.PHONY: lab test test-debug build venv unit unit-python notebooks browser chromium bench clean help
 
 help:
 	@echo "make lab     - install (first time) and start JupyterLab on notebooks/ (127.0.0.1)"
 	@echo "make test    - install (first time) and run the whole suite (both backends, nbval, browser)"
 	@echo "make build   - recompile the Cython extensions after editing a .pyx (then restart the kernel)"
+	@echo "make test-debug - rebuild with bounds checks on, run the kernels' parity tests, rebuild"
 	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
 
 venv: $(STAMP)
@@ -31,7 +32,7 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 build: $(STAMP)
-	$(PY) setup.py build_ext --inplace -q
+	$(PY) setup.py build_ext --inplace -q -j 2
 	@$(PY) -c "import magnum_lib; print('magnum_lib backend:', magnum_lib.backend())"
 
 lab: build
@@ -68,6 +69,21 @@ test: build chromium
 	$(MAKE) --no-print-directory notebooks && \
 	$(MAKE) --no-print-directory browser; \
 	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
+
+# The compiled kernels trust their inputs (boundscheck/wraparound off). This run turns the
+# checks back on (MAGNUM_CYTHON_DEBUG=1), runs every test that drives a compiled kernel, and
+# then rebuilds the release extensions, whatever the outcome.
+KERNEL_TESTS := tests/test_engine_heap.py tests/test_engine_queue.py tests/test_node_ring.py \
+	tests/test_node_balance.py tests/test_node_dispatcher.py tests/test_gossip_sim.py \
+	tests/test_gossip_bloom.py tests/test_planner_assignment.py tests/test_regional_validator.py \
+	tests/test_regional_contention.py tests/test_graph_packing.py
+
+test-debug: $(STAMP)
+	MAGNUM_CYTHON_DEBUG=1 MAGNUM_CYTHON_FORCE=1 $(PY) setup.py build_ext --inplace --force -q -j 2
+	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
+	status=$$?; \
+	MAGNUM_CYTHON_FORCE=1 $(PY) setup.py build_ext --inplace --force -q -j 2; \
+	exit $$status
 
 bench: build
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
