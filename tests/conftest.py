@@ -36,3 +36,18 @@ def import_compiled(name: str):
         if os.environ.get("MAGNUM_REQUIRE_COMPILED", "") not in ("", "0"):
             raise
         pytest.skip(f"compiled extension {name} not built ({exc})")
+
+
+def cli_json(capsys, argv) -> dict:
+    """Run ``faux-magnum ARGV --json`` in-process; demand exit 0, silent stderr and exactly
+    one JSON object on stdout, and return it."""
+    import json
+
+    from magnum_lib.cli import main
+
+    assert main(list(argv) + ["--json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    lines = captured.out.strip().splitlines()
+    assert len(lines) == 1  # one JSON object
+    return json.loads(lines[0])

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.conftest import cli_json
+
 import magnum_lib
 from magnum_lib.cli import main
 
@@ -17,12 +19,7 @@ KEYS = {"wait_mean", "time_in_system_mean", "p_wait", "utilization", "p50", "p95
 
 
 def test_json_output(capsys):
-    assert main(BASE + ["--json"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    lines = captured.out.strip().splitlines()
-    assert len(lines) == 1  # one JSON object
-    out = json.loads(lines[0])
+    out = cli_json(capsys, BASE)
     assert set(out) == KEYS
     assert out["jobs"] == 2000 and out["events"] == 4000
     assert out["backend"] == magnum_lib.backend()

@@ -5,19 +5,15 @@ import json
 
 import pytest
 
+from tests.conftest import cli_json
+
 import magnum_lib
 from magnum_lib.cli import main
 
 BASE = ["gossip", "--nodes", "500", "--fanout", "2", "--seed", "3"]
 
 
-def run_json(capsys, argv):
-    assert main(argv + ["--json"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    lines = captured.out.strip().splitlines()
-    assert len(lines) == 1  # one JSON object
-    return json.loads(lines[0])
+run_json = cli_json
 
 
 @pytest.mark.parametrize("mode", ["push", "pull", "pushpull"])

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.conftest import cli_json
+
 import magnum_lib
 from magnum_lib.cli import main
 
@@ -15,13 +17,7 @@ BASE = ["dispatch", "--servers", "100", "--choices", "2", "--load", "0.7", "--jo
 ISSUE_KEYS = {"time_in_system_mean", "queue_tail", "p99", "events", "wall_s"}
 
 
-def _json(capsys, argv) -> dict:
-    assert main(argv + ["--json"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    lines = captured.out.strip().splitlines()
-    assert len(lines) == 1  # one JSON object
-    return json.loads(lines[0])
+_json = cli_json
 
 
 def test_json_output(capsys):

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.conftest import cli_json
+
 from magnum_lib.cli import main
 from magnum_lib.node import ring
 
@@ -14,13 +16,7 @@ KEYS = {"items_per_s", "wall_s", "items", "capacity", "batch", "backend", "verif
 
 
 def test_json_output(capsys):
-    assert main(["bench", "ring", "--items", "20000", "--capacity", "64", "--batch", "16",
-                 "--json"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    lines = captured.out.strip().splitlines()
-    assert len(lines) == 1  # one JSON object
-    out = json.loads(lines[0])
+    out = cli_json(capsys, ["bench", "ring", "--items", "20000", "--capacity", "64", "--batch", "16"])
     assert set(out) == KEYS
     assert (out["items"], out["capacity"], out["batch"]) == (20000, 64, 16)
     assert out["verified"] is True and out["backend"] == ring.BACKEND
