@@ -1,7 +1,6 @@
 """``faux-magnum gossip``: JSON keys, the table, and one-line errors naming the flag."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
