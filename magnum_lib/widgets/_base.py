@@ -53,12 +53,14 @@ class Explorer:
         self.figure = figure
         self.scenario = None
         self.updates = 0
-        self.readout = widgets.HTML(layout=widgets.Layout(min_width="360px"))
+        # The controls keep their width (a squeezed slider hides its value); the readout
+        # takes what is left and wraps.
+        self.readout = widgets.HTML(layout=widgets.Layout(min_width="300px", flex="1 1 auto"))
         w, h = figure.get_size_inches()
         self.image = widgets.Image(format="png", layout=widgets.Layout(
             width=f"{int(w * DPI)}px", height=f"{int(h * DPI)}px"))
-        self.widget = widgets.VBox(
-            [widgets.HBox([widgets.VBox(list(controls.values())), self.readout]), self.image])
+        controls_box = widgets.VBox(list(controls.values()), layout=widgets.Layout(flex="0 0 auto"))
+        self.widget = widgets.VBox([widgets.HBox([controls_box, self.readout]), self.image])
         self.widget.add_class(self.css_class)
         for control in controls.values():
             control.observe(self._on_change, names="value")
