@@ -14,8 +14,14 @@ SERVICE_KINDS = ("exp", "det", "lognormal")
 
 
 def to_ns(seconds) -> np.ndarray:
-    """Round an array of seconds to int64 nanoseconds."""
-    return np.rint(np.asarray(seconds, dtype=np.float64) * NS_PER_S).astype(np.int64)
+    """Seconds (float, scalar or array) -> int64 nanoseconds, rounded to the nearest ns.
+
+    The one seconds-to-engine-time conversion of the package (time is int64 ns inside).
+    """
+    s = np.asarray(seconds, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("to_ns: times must be finite")
+    return np.rint(s * NS_PER_S).astype(np.int64)
 
 
 def exponential(rng: np.random.Generator, rate: float, size: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-NS_PER_S = 1_000_000_000
+from magnum_lib.engine.distributions import NS_PER_S
 
 
 def mean_s(values_ns) -> float:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.engine.distributions import to_ns
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.graph.reserve import transfer_ns
 from magnum_lib.hardware import Catalog, default_catalog
@@ -172,7 +173,7 @@ def jobs_from_manifests(manifests, device=None, arrivals_s=None, catalog: Catalo
         raise ParameterError("arrivals_s", f"must be {len(manifests)} finite seconds >= 0, got {arrivals_s!r}")
     link, link_names = _link_codes([layer.interconnect if layer.transfer_bytes else None for layer in layers])
     return JobSet(
-        acc.key, acc.memory_bytes, np.rint(arrivals * 1e9).astype(np.int64),
+        acc.key, acc.memory_bytes, to_ns(arrivals),
         np.array([m.peak_memory_bytes for m in manifests], np.int64),
         np.array([max(layer.memory_bytes for layer in m.layers) for m in manifests], np.int64),
         np.concatenate(([0], np.cumsum([len(m.layers) for m in manifests]))).astype(np.int64),

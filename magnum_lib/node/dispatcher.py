@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from magnum_lib._backend import backend as active_backend
+from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.units import parse_duration
 
@@ -28,7 +29,6 @@ __all__ = ["Workload", "make_workload", "mixed_workload", "dispatch", "DispatchR
            "ClassStats", "Accounting", "check_conservation", "kernel"]
 
 _KERNELS = {"compiled": "magnum_lib.node._dispatcher", "python": "magnum_lib.node.dispatcher_ref"}
-NS_PER_S = 1_000_000_000
 MAX_CLASSES = 64
 MAX_TIME_NS = 2**61  # arrivals + work stay far below the loop's 2^62 "no horizon"
 MAX_REQUESTS = 1e8  # about 3 GB of arrays: more is a mistake here

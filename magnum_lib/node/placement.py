@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from magnum_lib.engine.distributions import NS_PER_S, to_ns
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.hardware import UnknownAcceleratorError, cost_matrix, default_catalog
 from magnum_lib.units import parse_duration
@@ -46,7 +47,6 @@ __all__ = ["POLICIES", "RequestStream", "make_stream", "request_stream", "node_d
            "compare_policies", "PlacementResult", "TypeStats"]
 
 POLICIES = ("cheapest_meeting_sla", "fastest_first", "random")
-NS_PER_S = 1_000_000_000
 
 
 # ---------------------------------------------------------------------------
@@ -273,8 +273,8 @@ def place(stream: RequestStream, devices, policy: str = "cheapest_meeting_sla", 
     big = np.iinfo(np.int64).max // 4  # a type without the precision: never chosen
     svc = np.where(np.isfinite(cm.time_s), np.maximum(np.rint(cm.time_s * NS_PER_S), 1), big).astype(np.int64)
     cost = cm.energy_j if prices is None else cm.time_s * prices[None, :]
-    arrival = np.rint(stream.arrival_s * NS_PER_S).astype(np.int64)
-    sla = np.rint(stream.sla_s * NS_PER_S).astype(np.int64)
+    arrival = to_ns(stream.arrival_s)
+    sla = to_ns(stream.sla_s)
     draws = np.random.default_rng(seed).random(len(stream))  # random policy: one uniform per request
 
     n, order = len(stream), np.arange(len(keys))

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-NS_PER_S = 1_000_000_000
+from magnum_lib.engine.distributions import to_ns  # the package-wide conversion (re-exported)
 
 
 def rng_from(seed) -> np.random.Generator:
@@ -54,14 +54,6 @@ def unit(value) -> str:
     if value not in ("s", "ns"):
         raise ValueError(f"unit must be 's' (float64 seconds) or 'ns' (int64 nanoseconds), got {value!r}")
     return value
-
-
-def to_ns(seconds) -> np.ndarray:
-    """Seconds (float) -> int64 nanoseconds, rounded to the nearest nanosecond."""
-    s = np.asarray(seconds, dtype=np.float64)
-    if not np.all(np.isfinite(s)):
-        raise ValueError("to_ns: times must be finite")
-    return np.rint(s * NS_PER_S).astype(np.int64)
 
 
 def in_unit(times_s: np.ndarray, unit_: str) -> np.ndarray:
