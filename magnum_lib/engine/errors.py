@@ -51,6 +51,16 @@ def check_positive(name: str, value, maximum: float | None = None) -> float:
     return value
 
 
+def parse_param(name: str, parse, value):
+    """``parse(value)`` (a :mod:`magnum_lib.units` parser such as ``parse_duration``), with
+    its ValueError or TypeError re-raised as a ParameterError naming ``name`` (so the CLI
+    can name the flag)."""
+    try:
+        return parse(value)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(name, str(exc)) from None
+
+
 def check_choice(name: str, value, choices) -> str:
     """Return ``value`` if it is one of ``choices`` or raise ParameterError."""
     if value not in choices:

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.engine.errors import ParameterError, check_choice, check_int, parse_param
 from magnum_lib.gossip.merge import merge_article, merge_lww, merge_vc, phantom_busy, resolve, vc_view, write_vc
 from magnum_lib.gossip.state import NodeState, bitmap_of, view_of
 from magnum_lib.gossip.wire import KIND_STATES, KIND_VERSIONED, MAX_DATAGRAM, WireError, decode, entry_bytes, pack
@@ -221,10 +221,7 @@ class Endpoint(asyncio.DatagramProtocol):
 
 
 def _seconds(name: str, value) -> float:
-    try:
-        ns = parse_duration(value)
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(name, str(exc)) from None
+    ns = parse_param(name, parse_duration, value)
     if not 0 < ns <= MAX_DURATION_NS:
         raise ParameterError(name, f"must be > 0 and <= {MAX_DURATION_NS // 10**9} s, got {value!r}")
     return ns / 1e9

@@ -31,7 +31,7 @@ from functools import cached_property
 import numpy as np
 from scipy import integrate, optimize, stats
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, parse_param
 from magnum_lib.units import parse_duration
 
 __all__ = ["LATENCY_KINDS", "QUANTILE_SOURCES", "LatencyDist", "HedgeResult", "latency_dist", "TailLatency", "tail_latency",
@@ -150,10 +150,7 @@ def latency_dist(kind="exp", mean=0.01, sigma: float = 1.0, alpha: float = 2.0) 
 
 def _duration_s(name: str, value) -> float:
     """A duration (``"10ms"`` or seconds) as float seconds, errors naming ``name``."""
-    try:
-        return parse_duration(value) / NS_PER_S
-    except (ValueError, TypeError) as exc:
-        raise ParameterError(name, f"is not a valid duration: {exc}") from None
+    return parse_param(name, parse_duration, value) / NS_PER_S
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import asdict, dataclass, replace
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.engine.errors import ParameterError, check_int, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.units import parse_duration, parse_interconnect, parse_size
 
@@ -27,16 +27,7 @@ _FIELDS = ("lease_id", "job_id", "node_id", "device_type", "count", "memory_per_
 
 def as_ns(name: str, value) -> int:
     """A duration or timestamp as int nanoseconds: a float/int in seconds or ``"100ms"``."""
-    if isinstance(value, str):
-        try:
-            return parse_duration(value)
-        except (ValueError, TypeError) as exc:
-            raise ParameterError(name, str(exc)) from None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(name, f"must be seconds (a number) or a string like '100ms', got {value!r}")
-    if not value >= 0 or value == float("inf"):
-        raise ParameterError(name, f"must be a finite number of seconds >= 0, got {value!r}")
-    return int(round(float(value) * 1e9))
+    return parse_param(name, parse_duration, value)
 
 
 @dataclass(frozen=True)
@@ -188,15 +179,9 @@ def issue_lease(ids: LeaseIds, job_id: str, node_id: int, device_type: str, coun
         key = catalog.resolve(device_type)
     except (KeyError, ValueError) as exc:
         raise ParameterError("device_type", str(exc).strip("'\"")) from None
-    try:
-        mem = memory if isinstance(memory, numbers.Integral) and not isinstance(memory, bool) \
-            else parse_size(memory)
-    except (ValueError, TypeError) as exc:
-        raise ParameterError("memory", str(exc)) from None
-    try:
-        ic = parse_interconnect(interconnect).name
-    except (ValueError, TypeError) as exc:
-        raise ParameterError("interconnect", str(exc)) from None
+    mem = memory if isinstance(memory, numbers.Integral) and not isinstance(memory, bool) \
+        else parse_param("memory", parse_size, memory)
+    ic = parse_param("interconnect", parse_interconnect, interconnect).name
     timeout_ns, now_ns = as_ns("timeout", timeout), as_ns("now", now)
     # Build with a placeholder id first so a bad field never consumes a sequence number.
     lease = Lease("pending", str(job_id), node_id, key, count, int(mem), ic, now_ns, timeout_ns,

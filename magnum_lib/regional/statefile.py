@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.engine.errors import ParameterError, check_int, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.regional.default_region import (DEFAULT_REGION_NAME, NodeSpec, default_region,
                                                 interconnect_satisfies)
@@ -109,13 +109,6 @@ def _validate(lease: Lease, truth: NodeState, now_ns: int):
     return validate(replace(lease, job_id=lease.lease_id), truth, now_ns, preempt=False)
 
 
-def _parsed(name: str, parse, value):
-    try:
-        return parse(value, field=None)
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(name, str(exc)) from None
-
-
 def parse_request(job_id, gpu_type, count=1, memory=None, interconnect=None, lease_timeout="30s",
                   catalog: Catalog | None = None) -> LeaseRequest:
     """Check each field of a request on its own (no region needed), as :meth:`RegionState.lease` does.
@@ -133,12 +126,12 @@ def parse_request(job_id, gpu_type, count=1, memory=None, interconnect=None, lea
         raise ParameterError("gpu_type", str(exc)) from None
     count = check_int("count", count, 1)
     if memory is not None:
-        memory = _parsed("memory", parse_size, memory)
+        memory = parse_param("memory", parse_size, memory)
         if memory <= 0:
             raise ParameterError("memory", f"must be > 0 bytes per device, got {memory}")
     if interconnect is not None:
-        interconnect = _parsed("interconnect", parse_interconnect, interconnect).name
-    timeout_ns = _parsed("lease_timeout", parse_duration, lease_timeout)
+        interconnect = parse_param("interconnect", parse_interconnect, interconnect).name
+    timeout_ns = parse_param("lease_timeout", parse_duration, lease_timeout)
     if not 0 < timeout_ns <= MAX_TIMEOUT_NS:
         raise ParameterError("lease_timeout", f"must be > 0 and at most {format_duration(MAX_TIMEOUT_NS)}, "
                                               f"got {lease_timeout!r}")
