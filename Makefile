@@ -90,4 +90,4 @@ bench: build
 
 clean:
 	rm -rf build *.egg-info test-artifacts
-	find magnum_lib \( -name '*.so' -o -name '*.c' -o -name '*.html' \) -delete
+	find src/magnum_lib \( -name '*.so' -o -name '*.c' -o -name '*.html' \) -delete

@@ -1,6 +1,6 @@
 """Build the Cython fast paths.
 
-Every ``magnum_lib/**/_*.pyx`` becomes an extension module. Set
+Every ``src/magnum_lib/**/_*.pyx`` becomes an extension module. Set
 ``MAGNUM_CYTHON_DEBUG=1`` at build time to turn bounds checking and
 wraparound back on (used by one debug test run).
 """
@@ -24,13 +24,13 @@ directives = {
 
 extensions = [
     Extension(
-        str(p.with_suffix("")).replace(os.sep, "."),
+        str(p.relative_to("src").with_suffix("")).replace(os.sep, "."),
         [str(p)],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
     )
-    for p in sorted(Path("magnum_lib").rglob("*.pyx"))
+    for p in sorted(Path("src", "magnum_lib").rglob("*.pyx"))
 ]
 
 # force: the directives are not part of the .c file's timestamp check, so switching

@@ -22,11 +22,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from magnum_lib._resources import data_path
 from magnum_lib.graph import packing_ref
 from magnum_lib.graph.manifest import parse_manifest
 from magnum_lib.graph.packing import make_inference_graphs, pack
 
-ARTICLE = Path(__file__).resolve().parents[1] / "data" / "manifests" / "article.yaml"
+ARTICLE = data_path("manifests", "article.yaml")
 
 
 def timed(fn, repeats: int):

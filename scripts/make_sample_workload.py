@@ -65,8 +65,8 @@ from magnum_lib.workload import Workload, bursty_arrivals, bursty_mean_rate  # n
 SEED = 20190710  # USENIX ATC 2019 opened on 10 July 2019
 N_JOBS = 3000
 DAY = 86400.0
-OUT_CSV = ROOT / "data" / "sample_workload.csv"
-OUT_MD = ROOT / "data" / "sample_workload.md"
+OUT_CSV = ROOT / "src" / "magnum_lib" / "data" / "sample_workload.csv"
+OUT_MD = ROOT / "src" / "magnum_lib" / "data" / "sample_workload.md"
 
 #: GPUs per job -> share of jobs (public Philly job list; 12 and 24 folded into 16 and
 #: 32, 128 into 64, each under 0.01% of jobs).

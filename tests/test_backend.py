@@ -52,4 +52,4 @@ def test_compiled_extension_is_built_in_place(repo_root):
     """Editable install: extensions live in the source tree, so `make build` followed
     by a kernel restart picks up an edited .pyx."""
     mod = import_compiled(_backend._PROBE)
-    assert Path(mod.__file__).resolve().is_relative_to(repo_root / "magnum_lib")
+    assert Path(mod.__file__).resolve().is_relative_to(repo_root / "src" / "magnum_lib")

@@ -17,7 +17,7 @@ def run(capsys, argv):
 
 
 def test_reserve_json(capsys, repo_root):
-    code, out, err = run(capsys, ["reserve", str(repo_root / "data/manifests/article.yaml"), "--json"])
+    code, out, err = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/article.yaml"), "--json"])
     assert code == 0 and err == ""
     d = json.loads(out)
     assert {"job_id", "device", "peak_memory_bytes", "makespan_s", "layers"} <= set(d)
@@ -27,7 +27,7 @@ def test_reserve_json(capsys, repo_root):
 
 
 def test_reserve_text_and_device_override(capsys, repo_root):
-    code, out, _ = run(capsys, ["reserve", str(repo_root / "data/manifests/article.yaml"), "--device", "h100"])
+    code, out, _ = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/article.yaml"), "--device", "h100"])
     assert code == 0 and "on h100_sxm" in out and "attention" in out
 
 
@@ -45,7 +45,7 @@ def test_reserve_invalid_one_line_per_problem(capsys, tmp_path):
 
 
 def test_reserve_bad_device_flag_and_yaml(capsys, repo_root, tmp_path):
-    code, _, err = run(capsys, ["reserve", str(repo_root / "data/manifests/article.yaml"), "--device", "tpu"])
+    code, _, err = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/article.yaml"), "--device", "tpu"])
     assert code == 2 and err.startswith("--device: unknown device type 'tpu'") and len(err.splitlines()) == 1
     path = tmp_path / "broken.yaml"
     path.write_text("job:\n\tid: x\n")

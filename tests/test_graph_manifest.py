@@ -46,7 +46,7 @@ def problems(doc, **kw) -> list[str]:
 
 
 def test_article_manifest_file(repo_root):
-    m = load_manifest(repo_root / "data" / "manifests" / "article.yaml")
+    m = load_manifest(repo_root / "src" / "magnum_lib" / "data" / "manifests" / "article.yaml")
     assert m.job_id == "recsys-inference-7" and m.gpu_type == "mtia_v2" and m.pre_reserve
     assert [layer.runtime_ns for layer in m.layers] == [800_000, 1_200_000, 600_000]
     assert [layer.memory_bytes for layer in m.layers] == [2_100_000_000, 4_800_000_000, 1_600_000_000]
@@ -55,12 +55,12 @@ def test_article_manifest_file(repo_root):
 
 
 def test_shipped_examples(repo_root):
-    dyn = load_manifest(repo_root / "data" / "manifests" / "dynamic_h100.yaml")
+    dyn = load_manifest(repo_root / "src" / "magnum_lib" / "data" / "manifests" / "dynamic_h100.yaml")
     assert dyn.gpu_type == "h100_sxm" and not dyn.pre_reserve
     assert dyn.peak_memory_bytes == 18 * 10**9  # dynamic: the largest layer
     assert dyn.layers[0].transfer_bytes == 256 * 10**6 and dyn.layers[2].interconnect is None
     with pytest.raises(ManifestError) as info:
-        load_manifest(repo_root / "data" / "manifests" / "invalid.yaml")
+        load_manifest(repo_root / "src" / "magnum_lib" / "data" / "manifests" / "invalid.yaml")
     paths = [p.split(":")[0] for p in info.value.problems]
     assert paths == ["job.gpu_type", "job.pre_reserve", "job.graph[0].memory", "job.graph[1].interconect",
                      "job.graph[1].runtime", "job.graph[2].layer", "job.graph[2].runtime"]

@@ -33,12 +33,12 @@ def cat() -> Catalog:
 def test_catalog_loads_all_devices(cat, repo_root):
     assert set(cat) == EXPECTED_KEYS
     assert len(cat) == 7
-    assert cat.source_path == repo_root / "data" / "hardware.yaml"
+    assert cat.source_path == repo_root / "src" / "magnum_lib" / "data" / "hardware.yaml"
     assert default_catalog() is default_catalog()  # cached
 
 
 def test_every_figure_has_a_public_source(cat, repo_root):
-    raw = yaml.safe_load((repo_root / "data" / "hardware.yaml").read_text())
+    raw = yaml.safe_load((repo_root / "src" / "magnum_lib" / "data" / "hardware.yaml").read_text())
     refs = raw["references"]
     assert all("https://" in text for text in refs.values())
     for key, spec in raw["accelerators"].items():

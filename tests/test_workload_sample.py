@@ -24,9 +24,9 @@ def sample():
 
 def test_shipped_files_are_regenerated_exactly(script, repo_root):
     w = script.generate()
-    assert (repo_root / "data" / "sample_workload.csv").read_text() == script.csv_text(w)
-    assert (repo_root / "data" / "sample_workload.md").read_text() == script.markdown(w)
-    assert (repo_root / "data" / "sample_workload.csv").stat().st_size < 300_000
+    assert (repo_root / "src" / "magnum_lib" / "data" / "sample_workload.csv").read_text() == script.csv_text(w)
+    assert (repo_root / "src" / "magnum_lib" / "data" / "sample_workload.md").read_text() == script.markdown(w)
+    assert (repo_root / "src" / "magnum_lib" / "data" / "sample_workload.csv").stat().st_size < 300_000
 
 
 def test_loader_matches_generator(script, sample):

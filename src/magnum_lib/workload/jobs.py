@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
+from magnum_lib._resources import data_path
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload._validate import rng_from, to_ns
 
 __all__ = ["Workload", "make_workload", "load_sample_workload", "SAMPLE_WORKLOAD"]
 
 #: The shipped sample (see scripts/make_sample_workload.py and data/sample_workload.md).
-SAMPLE_WORKLOAD = Path(__file__).resolve().parents[2] / "data" / "sample_workload.csv"
+SAMPLE_WORKLOAD = data_path("sample_workload.csv")
 CSV_HEADER = ["job_id", "submit_s", "duration_s", "num_gpus"]
 
 

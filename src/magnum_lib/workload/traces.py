@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 ENV_VAR = "MAGNUM_SHARED_DATA"
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[3]
 
 #: Where each file comes from (repository@commit:path), as in shared/data/MANIFEST.tsv.
 SOURCES = {

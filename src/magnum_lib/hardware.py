@@ -31,6 +31,7 @@ from types import MappingProxyType
 import numpy as np
 import yaml
 
+from magnum_lib._resources import data_path
 from magnum_lib.units import Interconnect, parse_bandwidth, parse_interconnect, parse_size
 
 __all__ = [
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-DEFAULT_CATALOG_PATH = Path(__file__).resolve().parents[1] / "data" / "hardware.yaml"
+DEFAULT_CATALOG_PATH = data_path("hardware.yaml")
 _ENV_PATH = "MAGNUM_HARDWARE_YAML"
 _REFERENCE_DEVICE = "h100_sxm"  # the article states MTIA power and MI300X bandwidth relative to H100
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 ENV = "MAGNUM_NB_SOLUTIONS"
-_REPO_SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
+_REPO_SOLUTIONS = Path(__file__).resolve().parents[3] / "notebooks" / "solutions"
 
 
 def solutions_enabled() -> bool:
