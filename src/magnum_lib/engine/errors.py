@@ -10,6 +10,22 @@ import math
 import numbers
 
 
+#: The longest excerpt of a bad value an error message shows (a 100 kB value must not
+#: become a 100 kB line).
+EXCERPT_CHARS = 60
+
+
+def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters (with ``...`` and the full length).
+
+    Use it wherever an error message shows a value that came from the user.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} chars)"
+
+
 class ParameterError(ValueError):
     """A parameter is out of range or of the wrong kind.
 
@@ -30,7 +46,7 @@ class ParameterError(ValueError):
 def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
     """Return ``value`` as an int in ``[minimum, maximum]`` or raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(name, f"must be an integer, got {value!r}")
+        raise ParameterError(name, f"must be an integer, got {excerpt(value)}")
     value = int(value)
     if value < minimum:
         raise ParameterError(name, f"must be >= {minimum}, got {value}")
@@ -42,7 +58,7 @@ def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int
 def check_positive(name: str, value, maximum: float | None = None) -> float:
     """Return ``value`` as a finite float in ``(0, maximum]`` or raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(name, f"must be a number > 0, got {value!r}")
+        raise ParameterError(name, f"must be a number > 0, got {excerpt(value)}")
     value = float(value)
     if not math.isfinite(value) or value <= 0:
         raise ParameterError(name, f"must be a finite number > 0, got {value!r}")
@@ -65,5 +81,5 @@ def check_choice(name: str, value, choices) -> str:
     """Return ``value`` if it is one of ``choices`` or raise ParameterError."""
     if value not in choices:
         accepted = ", ".join(repr(c) for c in choices)
-        raise ParameterError(name, f"must be one of {accepted}, got {value!r}")
+        raise ParameterError(name, f"must be one of {accepted}, got {excerpt(value)}")
     return value
