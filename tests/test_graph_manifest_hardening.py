@@ -200,3 +200,49 @@ def test_huge_integer_and_many_layers():
     with pytest.raises(ManifestError) as info:
         parse_manifest(broken)
     assert len(info.value.problems) == 21 and info.value.problems[-1] == "... and 980 more problems"
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("job: {id: x}\nwhen: !!timestamp 2001-12-\n", "YAML value cannot be built"),  # PyYAML AttributeError
+    ("job: !!python/object:os.system x\n", "YAML does not parse"),                  # SafeLoader refuses tags
+    ("job: {id: x}\n---\njob: {id: y}\n", "YAML does not parse"),                     # two documents
+    ("job: {[1, 2]: x}\n", "YAML does not parse"),                                     # unhashable key
+])
+def test_hostile_yaml_constructs(text, fragment):
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(text)
+    assert len(info.value.problems) == 1 and fragment in info.value.problems[0] and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("memory", "1e30GB", "is above 1 PB"), ("runtime", "1e29h", "is longer than an hour"),
+    ("transfer", "1e13B", "is above 1 TB"),
+])
+def test_per_layer_upper_bounds(field, value, fragment):
+    layer = {"layer": "a", "runtime": "1ms", "memory": "1GB", "interconnect": "pcie_5", field: value}
+    with pytest.raises(ManifestError) as info:
+        parse_manifest({"job": {"id": "x", "gpu_type": "mtia_v2", "graph": [layer]}})
+    assert info.value.problems == [p for p in info.value.problems if fragment in p] and len(info.value.problems) == 1
+    assert info.value.problems[0].startswith(f"job.graph[0].{field}: ")
+
+
+def test_bounds_hold_at_the_limits():
+    """The largest accepted layer on the slowest link still gives an int64 timeline."""
+    from magnum_lib.graph.reserve import reserve
+
+    layer = {"layer": "a", "runtime": "1h", "memory": "1GB", "interconnect": "100TB/s"}
+    m = parse_manifest({"job": {"id": "x", "gpu_type": "k80", "graph": [layer] * 1}})
+    r = reserve(m)
+    assert 0 < r.makespan_ns < 2**62 and len(r.notes) == 1
+    many = parse_manifest({"job": {"id": "x", "gpu_type": "k80", "pre_reserve": False,
+                                   "graph": [dict(layer, layer=f"l{i}") for i in range(10_000)]}})
+    with pytest.raises(ValueError, match="past 2\\^62 ns"):
+        reserve(many)
+
+
+def test_cli_device_too_slow_for_the_graph(tmp_path, capsys):
+    rows = "".join(f"    - {{layer: l{i}, runtime: 1h, memory: 1MB, interconnect: 100TB/s}}\n" for i in range(10_000))
+    p = tmp_path / "slow.yaml"
+    p.write_text(f"job:\n  id: x\n  gpu_type: k80\n  pre_reserve: false\n  graph:\n{rows}")
+    err = one_line_exit_2(capsys, p)
+    assert err.startswith("job.gpu_type: on k80 the graph would run past 2^62 ns")

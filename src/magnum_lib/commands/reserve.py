@@ -64,7 +64,11 @@ def _run_reserve(args) -> int:
             print(problem.replace("device: ", "--device: ", 1) if problem.startswith("device: ") else problem,
                   file=sys.stderr)
         return EXIT_USAGE
-    result = reserve(manifest, device=args.device)
+    try:
+        result = reserve(manifest, device=args.device)
+    except ValueError as exc:  # a valid manifest the device cannot run (e.g. too slow a link)
+        print(str(exc).replace("device: ", "--device: " if args.device else "job.gpu_type: ", 1), file=sys.stderr)
+        return EXIT_USAGE
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0

@@ -78,6 +78,11 @@ MAX_LAYERS = 10_000
 MAX_PROBLEMS = 20
 #: Largest bandwidth demand accepted: 100 TB/s, 30x an H100's memory bandwidth.
 MAX_BANDWIDTH_BPS = 100e12
+#: Per-layer upper bounds, far above any real layer, that keep every timeline in int64 ns:
+#: a layer runs at most an hour, needs at most 1 PB, sends at most 1 TB after it.
+MAX_LAYER_RUNTIME_NS = 3600 * 10**9
+MAX_LAYER_MEMORY_BYTES = 10**15
+MAX_TRANSFER_BYTES = 10**12
 _BANDWIDTH_HINT = re.compile(r"(/s|ps)\s*$", re.IGNORECASE)
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -227,7 +232,17 @@ def _runtime(text, path: str, problems: list):
         shown = excerpt(text, 20)
         problems.append(f"{path}: {shown} has no unit; write it with one, e.g. '{shown}us' or '{shown}ms'")
         return None
-    return _positive(text, path, problems, parse_duration, "800us")
+    return _at_most(_positive(text, path, problems, parse_duration, "800us"), MAX_LAYER_RUNTIME_NS,
+                    f"{path}: {excerpt(text, 40)} is longer than an hour; no layer of a graph runs that long",
+                    problems)
+
+
+def _at_most(value, limit: int, message: str, problems: list):
+    """``value`` if it is None or within ``limit``; else None with ``message`` recorded."""
+    if value is not None and value > limit:
+        problems.append(message)
+        return None
+    return value
 
 
 def _interconnect(text, path: str, problems: list) -> tuple[str | None, float]:
@@ -274,7 +289,9 @@ def _layer(doc, path: str, problems: list) -> Layer | None:
     elif len(name) > 200:
         problems.append(f"{path}.layer: a name of at most 200 characters, got {excerpt(name)}")
     runtime = _runtime(doc.get("runtime"), f"{path}.runtime", problems)
-    memory = _positive(doc.get("memory"), f"{path}.memory", problems, parse_size, "2.1GB")
+    memory = _at_most(_positive(doc.get("memory"), f"{path}.memory", problems, parse_size, "2.1GB"),
+                      MAX_LAYER_MEMORY_BYTES, f"{path}.memory: {excerpt(doc.get('memory'), 40)} is above 1 PB; "
+                      f"no device has that much", problems)
     link, bandwidth = _interconnect(doc.get("interconnect"), f"{path}.interconnect", problems)
     transfer = 0
     if "transfer" in doc:
@@ -285,7 +302,9 @@ def _layer(doc, path: str, problems: list) -> Layer | None:
             problems.append(f"{path}.transfer: {text} is negative")
         else:
             try:
-                transfer = parse_size(text, field=f"{path}.transfer")
+                transfer = _at_most(parse_size(text, field=f"{path}.transfer"), MAX_TRANSFER_BYTES,
+                                    f"{path}.transfer: {excerpt(text, 40)} is above 1 TB; at most 1TB per layer",
+                                    problems) or 0
             except (ValueError, TypeError) as exc:
                 problems.append(str(exc))
         if transfer > 0 and bandwidth > 0:
@@ -418,8 +437,10 @@ def _load_yaml(text: str, source: str):
         raise ManifestError([_yaml_problem(exc, source)]) from None
     except RecursionError:  # the pure-Python composer on deep nesting (libyaml stops at 1000 levels)
         raise ManifestError([f"{source}: the YAML nests too deep to read; a manifest nests 4 levels"]) from None
-    except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer of 5,000 digits
-        raise ManifestError([f"{source}: YAML value cannot be built: {excerpt(str(exc), 120)}"]) from None
+    except Exception as exc:  # noqa: BLE001 - PyYAML's constructors fail in many ways on hostile input
+        # e.g. ValueError for an integer of 5,000 digits, AttributeError for a bad !!timestamp
+        raise ManifestError([f"{source}: YAML value cannot be built ({type(exc).__name__}): "
+                             f"{excerpt(str(exc), 120)}"]) from None
     finally:
         loader.dispose()
 

@@ -119,6 +119,8 @@ def reserve(manifest: Manifest, device=None, catalog: Catalog | None = None) -> 
     declared = np.array([layer.runtime_ns for layer in layers], dtype=np.int64)
     runtime, links, notes = _link_check(layers, acc)
     gap = transfer_ns([layer.transfer_bytes for layer in layers], links)
+    if int(runtime.sum()) + int(gap.sum()) >= 2**62:  # reachable only with a bandwidth stretch on a slow link
+        raise ValueError(f"device: on {acc.key} the graph would run past 2^62 ns; its link is too slow for it")
     step = runtime + gap
     start = np.concatenate(([0], np.cumsum(step)[:-1])).astype(np.int64)
     end = start + runtime
@@ -142,6 +144,8 @@ def _link_check(layers, acc) -> tuple[np.ndarray, list, list[str]]:
         if layer.bandwidth_Bps > have.per_direction_Bps:
             # demand x runtime bytes at the link's rate; ceil so the stretch is never optimistic
             stretched = math.ceil(t * layer.bandwidth_Bps / have.per_direction_Bps)
+            if stretched >= 2**62:
+                raise ValueError(f"device: on {acc.key} layer {layer.name} would run past 2^62 ns")
             by_note.setdefault(
                 f"{layer.name} streams {format_bandwidth(layer.bandwidth_Bps)}, more than {acc.key}'s link "
                 f"{have.name} carries ({format_bandwidth(have.per_direction_Bps)} per direction): link-bound, "
