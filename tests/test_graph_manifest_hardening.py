@@ -162,7 +162,7 @@ def test_alias_limit_is_on_expansion_not_on_aliases():
     with pytest.raises(ManifestError, match="job.id: expected a non-empty name"):
         parse_manifest(billion_laughs(levels=3, fan=10))
     with pytest.raises(ManifestError, match="expands to more than"):
-        parse_manifest(billion_laughs(levels=5, fan=10))
+        parse_manifest(billion_laughs(levels=6, fan=10))
 
 
 def test_recursive_alias_and_deep_nesting():
