@@ -17,17 +17,66 @@ def run(capsys, argv):
 
 
 def test_reserve_json(capsys, repo_root):
-    code, out, err = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/article.yaml"), "--json"])
+    code, out, err = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/recsys_ours.yaml"),
+                                  "--json"])
     assert code == 0 and err == ""
     d = json.loads(out)
-    assert {"job_id", "device", "peak_memory_bytes", "makespan_s", "layers"} <= set(d)
-    assert d["job_id"] == "recsys-inference-7" and d["device"] == "mtia_v2"
+    assert {"job_id", "device", "peak_memory_bytes", "makespan_s", "layers", "notes", "link"} <= set(d)
+    assert d["job_id"] == "recsys-inference-7" and d["device"] == "mtia_v2" and d["notes"] == []
     assert d["peak_memory_bytes"] == 8_500_000_000 and d["makespan_s"] == pytest.approx(0.0026)
     assert [(x["start_s"], x["end_s"]) for x in d["layers"]] == [(0.0, 0.0008), (0.0008, 0.002), (0.002, 0.0026)]
 
 
-def test_reserve_text_and_device_override(capsys, repo_root):
-    code, out, _ = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/article.yaml"), "--device", "h100"])
+def test_reserve_article_by_short_name_with_its_notes(capsys):
+    """The README's `faux-magnum reserve article --device mtia_v2`: the article's manifest
+    (C37), whose 40 and 60 GB/s exceed MTIA v2's PCIe 5 x8 link; the notes say so."""
+    code, out, err = run(capsys, ["reserve", "article", "--device", "mtia_v2"])
+    assert code == 0 and err == ""
+    assert "job llama3-70b-infer on mtia_v2" in out and "attention_qkv" in out and "ffn_1" in out
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 2 and all("link-bound" in n and "pcie_5_x8" in n for n in notes)
+    code, out, _ = run(capsys, ["reserve", "article.yaml", "--json"])
+    d = json.loads(out)
+    assert code == 0 and d["job_id"] == "llama3-70b-infer" and len(d["notes"]) == 2 and d["link"] == "pcie_5_x8"
+    code, out, _ = run(capsys, ["reserve", "article", "--device", "h100", "--json"])
+    assert code == 0 and json.loads(out)["notes"] == []
+
+
+def test_reserve_list_and_unknown_name(capsys):
+    from magnum_lib.graph.manifest import shipped_manifests
+
+    code, out, err = run(capsys, ["reserve", "--list"])
+    rows = [line.split() for line in out.splitlines()]
+    assert code == 0 and err == "" and {r[0] for r in rows} == set(shipped_manifests()) >= {"article", "recsys_ours"}
+    assert all(r[1].endswith(f"{r[0]}.yaml") for r in rows)
+    code, out, _ = run(capsys, ["reserve", "--list", "--json"])
+    assert json.loads(out)["article"].endswith("manifests/article.yaml")
+    code, out, err = run(capsys, ["reserve", "no_such_manifest"])
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "not a shipped manifest" in err or "nor a shipped manifest" in err
+    code, out, err = run(capsys, ["reserve"])
+    assert code == 2 and len(err.splitlines()) == 1 and "--list" in err
+    code, out, err = run(capsys, ["reserve", "--list", "article"])
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_lease_teaches_nvlink_3_on_an_h100(capsys):
+    """C16, the article's command: the lease succeeds (NVLink 4 meets NVLink 3), with a note."""
+    argv = ["lease", "--job-id=reels_infer_v4", "--gpu-type=h100", "--count=8", "--memory=80GB",
+            "--interconnect=nvlink_3", "--lease_timeout=100ms"]
+    code, out, err = run(capsys, argv)
+    assert code == 0 and err == "" and out.startswith("lease_id")
+    note = [line for line in out.splitlines() if line.startswith("note")]
+    assert len(note) == 1 and "h100_sxm has nvlink_4" in note[0] and "not nvlink_3" in note[0]
+    code, out, _ = run(capsys, argv + ["--json"])
+    d = json.loads(out)
+    assert code == 0 and d["interconnect"] == "nvlink_3" and len(d["notes"]) == 1  # the minimum asked
+    code, out, _ = run(capsys, [a.replace("nvlink_3", "nvlink_4") for a in argv] + ["--json"])
+    assert code == 0 and json.loads(out)["notes"] == []
+
+
+def test_reserve_text_and_device_override(capsys):
+    code, out, _ = run(capsys, ["reserve", "recsys_ours", "--device", "h100"])
     assert code == 0 and "on h100_sxm" in out and "attention" in out
 
 
@@ -45,7 +94,7 @@ def test_reserve_invalid_one_line_per_problem(capsys, tmp_path):
 
 
 def test_reserve_bad_device_flag_and_yaml(capsys, repo_root, tmp_path):
-    code, _, err = run(capsys, ["reserve", str(repo_root / "src/magnum_lib/data/manifests/article.yaml"), "--device", "tpu"])
+    code, _, err = run(capsys, ["reserve", "article", "--device", "tpu"])
     assert code == 2 and err.startswith("--device: unknown device type 'tpu'") and len(err.splitlines()) == 1
     path = tmp_path / "broken.yaml"
     path.write_text("job:\n\tid: x\n")

@@ -1,11 +1,13 @@
-# Solution to exercise 1 of 06_heterogeneous_hell: fix every problem the validator named, path by path.
-ex1_manifest = yaml.safe_load((MANIFESTS / "invalid.yaml").read_text())
-job = ex1_manifest["job"]
-job["gpu_type"] = "mtia_v2"                        # job.gpu_type: tpu_v9 is not a device we have
-job["pre_reserve"] = True                          # job.pre_reserve: a boolean, not "maybe"
-job["graph"][0]["memory"] = "2.1GB"                # job.graph[0].memory: a size with a unit
-attention = job["graph"][1]
-attention["runtime"] = "800us"                     # job.graph[1].runtime: positive
-attention["interconnect"] = attention.pop("interconect")   # job.graph[1].interconect: the typo
-job["graph"][2].update(layer="mlp", runtime="1ms")  # job.graph[2]: a name, and a non-zero runtime
-print(validate_manifest(ex1_manifest) or "valid")
+# Solution to exercise 1 of 06_heterogeneous_hell: stream the same bytes at the rate the link carries.
+import math
+
+from magnum_lib.units import parse_bandwidth, parse_duration
+
+ex1_manifest = yaml.safe_load(MANIFESTS.joinpath("article.yaml").read_text(encoding="utf-8"))
+link_Bps = catalog["mtia_v2"].interconnect.per_direction_Bps       # PCIe 5 x8: about 31.5 GB/s each way
+for layer in ex1_manifest["job"]["graph"]:
+    streamed = parse_duration(layer["runtime"]) / 1e9 * parse_bandwidth(layer["interconnect"])   # bytes
+    rate = math.floor(link_Bps / 1e6) * 1e6                         # at most what the link carries
+    layer["runtime"] = f"{math.ceil(streamed / rate * 1e9)}ns"     # so the layer takes longer
+    layer["interconnect"] = f"{rate / 1e6:.0f}MB/s"
+print(yaml.safe_dump(ex1_manifest, sort_keys=False), reserve(parse_manifest(ex1_manifest)).notes or "(no notes)")

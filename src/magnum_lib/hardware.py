@@ -483,3 +483,39 @@ def cost_matrix(devices, flops, bytes_moved, precision: str = "bf16", efficiency
     time = np.where(has[None, :], np.maximum(t_compute, t_memory), np.inf)
     compute_bound = has[None, :] & (t_compute >= t_memory)
     return CostMatrix(tuple(a.key for a in accs), time, time * tdp[None, :], compute_bound)
+
+
+# Device fabrics (a device either has one of these links or not); PCIe, Ethernet and
+# InfiniBand are node-level links any host can carry, so they are taken as written.
+_FABRICS = {"nvlink": "NVLink", "infinity_fabric": "Infinity Fabric"}
+
+
+def _fabric(link_name: str) -> str | None:
+    return next((f for f in _FABRICS if link_name.startswith(f)), None)
+
+
+def device_link(device, requested, catalog: Catalog | None = None) -> tuple[Interconnect, str | None]:
+    """The link a request for ``requested`` really gets on ``device``, and a note if it differs.
+
+    The article asks for ``nvlink_3`` on an H100 (which has NVLink 4) and on an MTIA (which
+    attaches over PCIe, no NVLink). A device fabric (NVLink, Infinity Fabric) the device
+    lacks is replaced by the link the catalog says it has, and the note says so; node-level
+    links (PCIe, Ethernet, InfiniBand) are returned as asked, without a note.
+
+    Returns ``(link, note)``: ``note`` is None when the device has what was asked.
+    """
+    from magnum_lib.units import format_bandwidth
+
+    acc = _device(device, catalog)
+    want, have = parse_interconnect(requested), acc.interconnect
+    fabric = _fabric(want.name)
+    if want.name == have.name or fabric is None:
+        return want, None
+    bw = f"{format_bandwidth(have.per_direction_Bps)} per direction"
+    gen, _, whose = want.description.split(":")[0].partition(" (")
+    asked = f"{want.name} ({gen}, the {whose.rstrip(')')}'s)" if whose else want.name
+    if _fabric(have.name) == fabric:
+        note = f"{acc.key} has {have.name} ({bw}), not {asked}; {have.name} is used"
+    else:
+        note = f"{acc.key} has no {_FABRICS[fabric]}: its link is {have.name} ({bw}), not {asked}; {have.name} is used"
+    return have, note

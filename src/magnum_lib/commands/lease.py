@@ -146,6 +146,7 @@ def _act(args, kwargs: dict, state, where: str | None) -> tuple[dict, list[str]]
     lease = state.lease(**kwargs, now_ns=now_ns)
     node = state.nodes[lease.node_id]
     out = dict(_lease_row(lease), node_name=node.name, state=where, pruned_expired=[x.lease_id for x in pruned])
+    from magnum_lib.hardware import device_link
     from magnum_lib.units import format_duration, format_size
 
     text = [f"lease_id    {lease.lease_id}",
@@ -154,6 +155,10 @@ def _act(args, kwargs: dict, state, where: str | None) -> tuple[dict, list[str]]
             f"job         {lease.job_id}: {lease.count} x {lease.device_type}, "
             f"{format_size(lease.memory_per_device_bytes)} each, {lease.interconnect} or better",
             f"state       {saved}"]
+    # Teach, do not silently accept: the article asks nvlink_3 of an H100, which has NVLink 4.
+    out["notes"] = [] if kwargs.get("interconnect") is None else \
+        [n for n in [device_link(lease.device_type, kwargs["interconnect"])[1]] if n]
+    text += [f"note        {n}" for n in out["notes"]]
     return out, text
 
 

@@ -1,6 +1,7 @@
 """``faux-magnum reserve``: validate a graph manifest and pre-reserve it on one device."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -12,12 +13,33 @@ def add(subparsers) -> None:
         "reserve", help="validate a graph manifest and reserve the whole graph on one device",
         description="Read a static dataflow manifest (YAML: job.id, gpu_type, graph of "
                     "layer/runtime/memory/interconnect, pre_reserve), validate it, and print the "
-                    "pre-reservation timeline. An invalid manifest exits 2 with one line per problem.")
-    p.add_argument("manifest", metavar="MANIFEST.yaml", help="the manifest file")
+                    "pre-reservation timeline, with a note wherever the device's hardware differs from "
+                    "what the manifest asks (a link it lacks, a bandwidth above its link). An invalid "
+                    "manifest exits 2 with one line per problem.",
+        epilog=f"examples:\n  {PROG} reserve article --device mtia_v2   (the article's own manifest, C37)\n"
+               f"  {PROG} reserve --list                     (the shipped manifests and their paths)\n"
+               f"  {PROG} reserve ./my_graph.yaml --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("manifest", metavar="MANIFEST", nargs="?",
+                   help="a manifest file, or the short name of a shipped one (article, ...; see --list)")
+    p.add_argument("--list", action="store_true", help="list the shipped manifests (short name and path)")
     p.add_argument("--device", default=None, metavar="TYPE",
                    help="reserve on this device type instead of the manifest's gpu_type (e.g. mtia_v2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_reserve)
+
+
+def _list(args) -> int:
+    from magnum_lib.graph.manifest import shipped_manifests
+
+    shipped = {name: str(path) for name, path in shipped_manifests().items()}
+    if args.json:
+        print(json.dumps(shipped))
+    else:
+        width = max(map(len, shipped))
+        for name, path in shipped.items():
+            print(f"{name:<{width}}  {path}")
+    return 0
 
 
 def _run_reserve(args) -> int:
@@ -25,6 +47,15 @@ def _run_reserve(args) -> int:
     from magnum_lib.graph.reserve import reserve
     from magnum_lib.units import format_duration, format_size
 
+    if args.list:
+        if args.manifest is not None or args.device is not None:
+            print(f"{PROG} reserve: error: --list takes no manifest or --device", file=sys.stderr)
+            return EXIT_USAGE
+        return _list(args)
+    if args.manifest is None:
+        print(f"{PROG} reserve: error: give a manifest (a path, or a shipped name such as 'article'; "
+              f"--list shows them)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         manifest = load_manifest(args.manifest, device=args.device)
     except ManifestError as exc:
@@ -33,7 +64,11 @@ def _run_reserve(args) -> int:
             print(problem.replace("device: ", "--device: ", 1) if problem.startswith("device: ") else problem,
                   file=sys.stderr)
         return EXIT_USAGE
-    result = reserve(manifest, device=args.device)
+    try:
+        result = reserve(manifest, device=args.device)
+    except ValueError as exc:  # a valid manifest the device cannot run (e.g. too slow a link)
+        print(str(exc).replace("device: ", "--device: " if args.device else "job.gpu_type: ", 1), file=sys.stderr)
+        return EXIT_USAGE
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0
@@ -44,4 +79,6 @@ def _run_reserve(args) -> int:
     width = max(len(n) for n in result.layer_names)
     for name, s, e in zip(result.layer_names, result.start_ns, result.end_ns):
         print(f"  {name:<{width}}  {format_duration(int(s)):>10} -> {format_duration(int(e)):>10}")
+    for note in result.notes:
+        print(f"note: {note}")
     return 0

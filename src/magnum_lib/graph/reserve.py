@@ -5,6 +5,12 @@ Timeline model (one job alone on the device):
 * layers run back to back in manifest order, the first at t = 0;
 * a layer with a ``transfer`` sends its output over its interconnect afterwards, and
   the next layer starts when the transfer ends (``bytes / per-direction bandwidth``);
+  the link is the one the device really has: a fabric it lacks (``nvlink_3`` on an H100
+  or an MTIA) is replaced by the device's link from the catalog, with a note;
+* a layer with a bandwidth demand (``interconnect: 40GB/s``, the article's form) streams
+  ``demand x runtime`` bytes while it computes; where the device's link carries less per
+  direction, the layer is link-bound and holds the device ``runtime x demand / link``
+  instead, with a note (so the timeline is what the device can do, not what was asked);
 * memory held: under ``pre_reserve`` (static allocation) the whole graph's reservation,
   the sum of its layers, from t = 0 to the end; otherwise each layer's own memory from
   its start until the next layer starts (its output buffer lives until consumed).
@@ -15,11 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
 from magnum_lib.graph.manifest import Manifest
-from magnum_lib.hardware import Catalog, default_catalog
-from magnum_lib.units import parse_interconnect
+from magnum_lib.hardware import Catalog, default_catalog, device_link
+from magnum_lib.units import format_bandwidth, format_duration, parse_interconnect
 
 __all__ = ["Reservation", "reserve", "transfer_ns"]
 
@@ -53,6 +61,14 @@ class Reservation:
         ``memory_t_ns[i + 1]`` (the last value holds until the makespan, then 0).
     peak_memory_bytes, makespan_ns, device_memory_bytes : int
     pre_reserve : bool
+    link : str
+        The device's link (hardware catalog), e.g. ``"pcie_5_x8"`` for an MTIA v2.
+    declared_runtime_ns : int64 array
+        Each layer's runtime as the manifest gave it (``end_ns - start_ns`` differs where
+        the layer is link-bound).
+    notes : tuple[str, ...]
+        What the hardware really has where the manifest asked otherwise (a link the
+        device lacks, a bandwidth above its link), one sentence each.
     """
 
     job_id: str
@@ -66,6 +82,9 @@ class Reservation:
     makespan_ns: int
     device_memory_bytes: int
     pre_reserve: bool
+    link: str = ""
+    declared_runtime_ns: np.ndarray | None = None
+    notes: tuple = ()
 
     @property
     def makespan_s(self) -> float:
@@ -76,9 +95,11 @@ class Reservation:
         return {
             "job_id": self.job_id, "device": self.device, "pre_reserve": self.pre_reserve,
             "peak_memory_bytes": self.peak_memory_bytes, "device_memory_bytes": self.device_memory_bytes,
-            "makespan_s": self.makespan_s,
-            "layers": [{"layer": n, "start_s": int(s) / 1e9, "end_s": int(e) / 1e9}
-                       for n, s, e in zip(self.layer_names, self.start_ns, self.end_ns)],
+            "makespan_s": self.makespan_s, "link": self.link, "notes": list(self.notes),
+            "layers": [{"layer": n, "start_s": int(s) / 1e9, "end_s": int(e) / 1e9,
+                        "declared_runtime_s": int(d) / 1e9, "link_bound": bool(e - s > d)}
+                       for n, s, e, d in zip(self.layer_names, self.start_ns, self.end_ns,
+                                             self.declared_runtime_ns)],
         }
 
 
@@ -95,8 +116,11 @@ def reserve(manifest: Manifest, device=None, catalog: Catalog | None = None) -> 
     peak = manifest.peak_memory_bytes
     if peak > acc.memory_bytes:
         raise ValueError(f"device: {acc.key} has {acc.memory_bytes} bytes, the graph needs {peak}")
-    runtime = np.array([layer.runtime_ns for layer in layers], dtype=np.int64)
-    gap = transfer_ns([layer.transfer_bytes for layer in layers], [layer.interconnect for layer in layers])
+    declared = np.array([layer.runtime_ns for layer in layers], dtype=np.int64)
+    runtime, links, notes = _link_check(layers, acc)
+    gap = transfer_ns([layer.transfer_bytes for layer in layers], links)
+    if int(runtime.sum()) + int(gap.sum()) >= 2**62:  # reachable only with a bandwidth stretch on a slow link
+        raise ValueError(f"device: on {acc.key} the graph would run past 2^62 ns; its link is too slow for it")
     step = runtime + gap
     start = np.concatenate(([0], np.cumsum(step)[:-1])).astype(np.int64)
     end = start + runtime
@@ -106,4 +130,34 @@ def reserve(manifest: Manifest, device=None, catalog: Catalog | None = None) -> 
     else:
         mem_t, mem = start.copy(), np.array([layer.memory_bytes for layer in layers], np.int64)
     return Reservation(manifest.job_id, acc.key, tuple(layer.name for layer in layers), start, end,
-                       mem_t, mem, int(mem.max()), makespan, acc.memory_bytes, manifest.pre_reserve)
+                       mem_t, mem, int(mem.max()), makespan, acc.memory_bytes, manifest.pre_reserve,
+                       acc.interconnect.name, declared, tuple(notes))
+
+
+def _link_check(layers, acc) -> tuple[np.ndarray, list, list[str]]:
+    """Each layer's runtime on ``acc`` (stretched where its bandwidth demand exceeds the
+    device's link), the link each transfer really crosses, and the notes saying why."""
+    have = acc.interconnect
+    runtime, links, by_note = [], [], {}
+    for i, layer in enumerate(layers):
+        t = layer.runtime_ns
+        if layer.bandwidth_Bps > have.per_direction_Bps:
+            # demand x runtime bytes at the link's rate; ceil so the stretch is never optimistic
+            stretched = math.ceil(t * layer.bandwidth_Bps / have.per_direction_Bps)
+            if stretched >= 2**62:
+                raise ValueError(f"device: on {acc.key} layer {layer.name} would run past 2^62 ns")
+            by_note.setdefault(
+                f"{layer.name} streams {format_bandwidth(layer.bandwidth_Bps)}, more than {acc.key}'s link "
+                f"{have.name} carries ({format_bandwidth(have.per_direction_Bps)} per direction): link-bound, "
+                f"{format_duration(t)} -> {format_duration(stretched)}", []).append(i)
+            t = stretched
+        runtime.append(t)
+        link = None
+        if layer.interconnect is not None:
+            link, note = device_link(acc, layer.interconnect)
+            link = link.name
+            if note:
+                by_note.setdefault(note, []).append(i)
+        links.append(link)
+    notes = [f"job.graph[{', '.join(map(str, idx))}]: {note}" for note, idx in by_note.items()]
+    return np.array(runtime, dtype=np.int64), links, notes
