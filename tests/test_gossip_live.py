@@ -410,3 +410,21 @@ def test_an_endpoint_poisoned_after_it_saw_the_update_is_not_converged():
     assert r.dropped_refused == 0
     assert not any(math.isnan(t) for t in r.seen_after_s)  # everyone saw the real update...
     assert not r.converged  # ...but does not hold it at the end
+
+
+def test_the_decoded_record_cache_stays_bounded_under_big_distinct_records(monkeypatch):
+    """Every distinct valid record line is cached by the decoder: distinct records of ~5 kB
+    (64 pending jobs with 64-character ids), 1.5 times the byte cap in all, must not hold more
+    than the cap (lowered to 1 MiB here to keep the test short)."""
+    from magnum_lib.gossip import wire
+
+    monkeypatch.setattr(wire, "_RECORDS", {})
+    monkeypatch.setattr(wire, "_records_bytes", 0)
+    monkeypatch.setattr(wire, "_RECORDS_MAX_BYTES", 1 << 20)
+    pending = [[f"job-{j:02d}-{'x' * 57}", j] for j in range(64)]
+    line = len(json.dumps(dict(_record("ph0", 1), pending=pending), separators=(",", ":")))
+    for i in range(int(1.5 * wire._RECORDS_MAX_BYTES / line)):
+        decode(_forged("e1", [dict(_record(f"ph{i}", 1), pending=pending)]))
+        assert wire._records_bytes <= wire._RECORDS_MAX_BYTES
+        assert len(wire._RECORDS) <= wire._RECORDS_MAX
+    assert wire._records_bytes == sum(len(key[1]) for key in wire._RECORDS) > 0
