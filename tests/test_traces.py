@@ -1,6 +1,7 @@
 """Trace loaders: the real files (when present) and hand-made malformed ones."""
 import csv
 import datetime as dt
+import gc
 import json
 import sys
 
@@ -91,11 +92,14 @@ def _python_lines(fn, *args, skip=()) -> int:
             return None
         return local
 
+    gc.collect()  # finalizers of earlier tests' objects would run (and count) in here
+    gc.disable()
     sys.settrace(enter)
     try:
         fn(*args)
     finally:
         sys.settrace(None)
+        gc.enable()
     return lines
 
 
