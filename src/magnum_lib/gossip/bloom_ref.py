@@ -37,11 +37,10 @@ write outside its arrays.
 from __future__ import annotations
 
 import hashlib
-import numbers
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.engine.errors import ParameterError, check_int
 
 M_MAX = 2**33  # bits: a 1 GiB bit array (~900 million keys at 1 % false positives) at most
 K_MAX = 64
@@ -97,18 +96,12 @@ def positions(h1: int, h2: int, m: int, k: int) -> list[int]:
     return [(a + i * b) % m for i in range(k)]
 
 
-def _kernel_int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
-        raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {value!r:.60}")
-    return int(value)
-
-
 class BloomRef:
     """``m`` bits, ``k`` hashes, held in a ``bytearray``; one key at a time."""
 
     def __init__(self, m: int, k: int, seed: int = 0):
-        self.m, self.k = _kernel_int("m", m, 1, M_MAX), _kernel_int("k", k, 1, K_MAX)
-        self.seed = _kernel_int("seed", seed, 0, MASK64)
+        self.m, self.k = check_int("m", m, 1, M_MAX), check_int("k", k, 1, K_MAX)
+        self.seed = check_int("seed", seed, 0, MASK64)
         self.bits = bytearray((m + 7) // 8)
 
     def add(self, key) -> None:
@@ -131,8 +124,8 @@ def check_kernel_args(bits, h1, h2, m, k, out=None) -> None:
     for every key ``j``: so ``1 <= m <= M_MAX``, ``1 <= k <= K_MAX``,
     ``len(bits) == ceil(m / 8)``, ``len(h1) == len(h2)`` (== ``len(out)``).
     """
-    m = _kernel_int("m", m, 1, M_MAX)
-    _kernel_int("k", k, 1, K_MAX)
+    m = check_int("m", m, 1, M_MAX)
+    check_int("k", k, 1, K_MAX)
     if len(bits) != (m + 7) // 8:
         raise ParameterError("bits", f"must hold ceil(m / 8) = {(m + 7) // 8} bytes for m={m}, got {len(bits)}")
     if len(h1) != len(h2):

@@ -30,11 +30,9 @@ A probability p is an integer threshold ``round(p 2^53)`` compared with the top 
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.engine.errors import ParameterError, check_int
 
 MASK64 = (1 << 64) - 1
 PUSH, PULL, PUSHPULL = 1, 2, 3
@@ -46,12 +44,6 @@ THRESHOLD_MAX = 2**53  # a probability as an integer threshold round(p 2^53)
 INT64 = (-2**63, 2**63 - 1)
 
 
-def _int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
-        raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {value!r:.60}")
-    return int(value)
-
-
 def _length(name: str, array, need: int, *, exact: bool = True) -> None:
     got = len(array)
     if got != need if exact else got < need:
@@ -59,10 +51,10 @@ def _length(name: str, array, need: int, *, exact: bool = True) -> None:
 
 
 def _common_args(n, fanout, mode, loss_threshold, max_nodes: int) -> int:
-    n = _int("n", n, 2, max_nodes)
-    _int("fanout", fanout, 1, n - 1)  # pick_peers draws fanout distinct peers among n - 1
-    _int("mode", mode, PUSH, PUSHPULL)
-    _int("loss_threshold", loss_threshold, 0, THRESHOLD_MAX)
+    n = check_int("n", n, 2, max_nodes)
+    check_int("fanout", fanout, 1, n - 1)  # pick_peers draws fanout distinct peers among n - 1
+    check_int("mode", mode, PUSH, PUSHPULL)
+    check_int("loss_threshold", loss_threshold, 0, THRESHOLD_MAX)
     return n
 
 
@@ -71,12 +63,12 @@ def check_rumor_args(n, fanout, mode, loss_threshold, churn_threshold, churn_dow
                      live) -> None:
     """Raise ParameterError unless :func:`run_rumor` (either backend) may run on these."""
     n = _common_args(n, fanout, mode, loss_threshold, MAX_NODES)
-    _int("churn_threshold", churn_threshold, 0, THRESHOLD_MAX)
-    _int("churn_downtime", churn_downtime, 1, MAX_ROUNDS)
-    _int("partition_start", partition_start, *INT64)
-    _int("partition_end", partition_end, *INT64)
-    _int("source", source, 0, n - 1)
-    max_rounds = _int("max_rounds", max_rounds, 0, MAX_ROUNDS)
+    check_int("churn_threshold", churn_threshold, 0, THRESHOLD_MAX)
+    check_int("churn_downtime", churn_downtime, 1, MAX_ROUNDS)
+    check_int("partition_start", partition_start, *INT64)
+    check_int("partition_end", partition_end, *INT64)
+    check_int("source", source, 0, n - 1)
+    max_rounds = check_int("max_rounds", max_rounds, 0, MAX_ROUNDS)
     _length("crash_round", crash_round, n)
     _length("infection_round", infection_round, n)
     _length("informed", informed, max_rounds + 1, exact=False)
@@ -87,10 +79,10 @@ def check_staleness_args(n, fanout, mode, loss_threshold, partition_start, parti
                          measure, histogram) -> None:
     """Raise ParameterError unless :func:`run_staleness` (either backend) may run on these."""
     _common_args(n, fanout, mode, loss_threshold, MAX_STALENESS_NODES)
-    _int("partition_start", partition_start, *INT64)
-    _int("partition_end", partition_end, *INT64)
-    warmup = _int("warmup", warmup, 0, MAX_ROUNDS)
-    measure = _int("measure", measure, 0, MAX_ROUNDS)
+    check_int("partition_start", partition_start, *INT64)
+    check_int("partition_end", partition_end, *INT64)
+    warmup = check_int("warmup", warmup, 0, MAX_ROUNDS)
+    measure = check_int("measure", measure, 0, MAX_ROUNDS)
     # An entry never heard of is generation 0: age t + 1 <= warmup + measure + 1.
     _length("histogram", histogram, warmup + measure + 2, exact=False)
 
