@@ -16,8 +16,9 @@ generation 0) at start and refuses, whole, any well-formed datagram that
 
 * comes from a sender that is not a member, or that claims to be the receiver
   (reason ``"sender"``);
-* carries state for a node that is not a member (``"member"``): phantom ids never enter a
-  view, so a view holds at most ``E`` entries;
+* carries state for a node that is not a member, or a vector clock naming a writer that is
+  not one (``"member"``): phantom ids never enter a view, so a view holds at most ``E``
+  entries;
 * carries a generation (or, for vector clocks, a clock counter) above what time allows
   (``"generation"``): an owner changes its state at most :data:`MAX_UPDATES_PER_INTERVAL`
   times per interval, so after ``t`` seconds no honest generation exceeds
@@ -228,8 +229,9 @@ class Endpoint(asyncio.DatagramProtocol):
                     raise Refused("generation")
                 continue
             for v in entry:  # vector clocks: every writer a member, every counter in time
-                if v.state.generation > limit or not self.members.issuperset(v.clock) \
-                        or any(count > limit for count in v.clock.values()):
+                if not self.members.issuperset(v.clock):
+                    raise Refused("member")
+                if v.state.generation > limit or any(count > limit for count in v.clock.values()):
                     raise Refused("generation")
 
     def error_received(self, exc):
