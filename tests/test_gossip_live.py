@@ -5,6 +5,7 @@ measured convergence time is reported (``-s`` prints it, and it is a junit prope
 """
 from __future__ import annotations
 
+import collections
 import json
 import math
 import random
@@ -12,11 +13,13 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
 from magnum_lib.cli import main
-from magnum_lib.gossip.live import LiveResult, run_live
+from magnum_lib.gossip.live import MAX_UPDATES_PER_INTERVAL, Endpoint, LiveResult, run_live
 from magnum_lib.gossip.merge import Versioned, vc_view
 from magnum_lib.gossip.state import NodeState, view_of
 from magnum_lib.gossip.vclock import VectorClock
@@ -114,7 +117,9 @@ def _check_counters(r: LiveResult, injected: int = 0):
     assert r.datagrams_sent > 0 and r.bytes_sent > 0 and r.merges > 0
     assert r.datagrams_received <= r.datagrams_sent + injected  # loopback never invents any
     assert r.dropped_malformed == sum(r.malformed_by_reason.values())
-    assert r.merges + r.dropped_malformed == r.datagrams_received
+    assert r.merges + r.dropped_malformed + r.dropped_refused == r.datagrams_received
+    assert r.dropped_refused == sum(r.refused_by_reason.values())
+    assert 1 <= r.max_view_entries <= r.endpoints
     assert r.wall_s <= r.duration_s + 5.0  # bounded (generous: the machine may be busy)
 
 
@@ -253,3 +258,173 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, flag):
     assert main(["gossip-live"] + argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err and err.startswith("faux-magnum")
+
+
+# -- untrusted datagrams (issue 10, section 5) ----------------------------------------------
+def _forged(sender: str, records, kind: int = 1) -> bytes:
+    """A well-formed datagram carrying whatever the attacker likes."""
+    body = json.dumps({"from": sender}, separators=(",", ":")).encode() + b"".join(
+        b"\n" + json.dumps(r, separators=(",", ":")).encode() for r in records)
+    return _datagram(body, kind=kind)
+
+
+def _record(node: str, generation: int, busy: int = 0) -> dict:
+    return {"node_id": node, "generation": generation, "busy": busy, "gpus": 8, "pending": []}
+
+
+def _endpoint(n: int = 8, rule: str = "lww", interval_s: float = 0.01, start: float | None = None):
+    ep = Endpoint(0, rule, random.Random(0), 0.0, members=frozenset(f"e{i}" for i in range(n)),
+                  start=time.perf_counter() if start is None else start, interval_s=interval_s)
+    ep.peer_addrs = frozenset(("127.0.0.1", 40000 + i) for i in range(n))
+    return ep
+
+
+def test_generation_limit_follows_elapsed_intervals():
+    ep = _endpoint(interval_s=0.01, start=100.0)
+    assert [ep.generation_limit(t) for t in (99.0, 100.0, 100.0099, 100.01, 100.095)] == [1, 1, 1, 2, 10]
+    assert ep.generation_limit(100.0 + 600) == MAX_UPDATES_PER_INTERVAL * 60_001
+
+
+def test_endpoint_refuses_each_untrusted_claim_by_reason():
+    ep = _endpoint()
+    peer = ("127.0.0.1", 40001)
+    cases = [
+        (_forged("e1", [_record("e2", 2**63 - 1)]), "generation"),
+        (_forged("e1", [_record("e2", 5)]), "generation"),                 # > 1 right after start
+        (_forged("e1", [_record("e2", 1), _record("ghost", 1)]), "member"),  # one phantom spoils it
+        (_forged("ghost", [_record("e2", 1)]), "sender"),
+        (_forged("e0", [_record("e2", 1)]), "sender"),                     # claims to be the receiver
+    ]
+    for data, _ in cases:
+        ep.datagram_received(data, peer)
+    assert ep.counters.refused == collections.Counter(reason for _, reason in cases)
+    assert set(ep.view) == {"e0"} and ep.counters.merges == 0
+    ep.datagram_received(_forged("e1", [_record("e2", 1)]), peer)  # an honest-looking one is merged
+    assert ep.counters.merges == 1 and ep.view["e2"].generation == 1
+
+
+def test_vector_clock_endpoint_refuses_forged_clocks():
+    ep = _endpoint(rule="vc")
+    peer = ("127.0.0.1", 40001)
+    for clock in ({"e2": 2**63 - 1}, {"e2": 1, "ghost": 1}, {"e2": 9}):
+        ep.datagram_received(_forged("e1", [{"state": _record("e2", 1), "clock": clock}], kind=2), peer)
+    assert ep.counters.refused == {"generation": 2, "member": 1} and set(ep.view) == {"e0"}
+    ep.datagram_received(_forged("e1", [{"state": _record("e2", 1), "clock": {"e2": 1}}], kind=2), peer)
+    assert ep.counters.merges == 1 and set(ep.view) == {"e0", "e2"}
+
+
+def test_view_and_per_source_cache_stay_bounded_under_a_flood():
+    ep = _endpoint(n=8)
+    for i in range(3000):  # phantom ids from 3,000 source ports, and member states from many ports
+        ep.datagram_received(_forged("e1", [_record(f"ph{10 * i + j}", 1) for j in range(10)]),
+                             ("127.0.0.1", 20000 + i))
+        ep.datagram_received(_forged(f"e{1 + i % 7}", [_record(f"e{1 + i % 7}", 1)]), ("127.0.0.1", 50000 + i))
+    assert ep.counters.refused == {"member": 3000} and ep.counters.merges == 3000
+    assert len(ep.view) == 8 and ep.counters.max_view == 8
+    assert ep._last == {}  # none of those ports is a member's address: nothing cached
+    for i in range(100):
+        ep.datagram_received(_forged("e1", [_record("e1", 1)]), ("127.0.0.1", 40000 + i % 8))
+    assert 0 < len(ep._last) <= 8
+
+
+def test_one_forged_generation_neither_poisons_nor_fakes_convergence():
+    """The attack: every endpoint gets e0 at generation 2**63-1 before e0's real update."""
+    forged = _forged("e1", [_record("e0", 2**63 - 1)])
+
+    def inject(addrs):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+            for addr in addrs:
+                raw.sendto(forged, addr)
+
+    r = run_live(8, fanout=2, seed=4, started=inject, **FAST)
+    # e1 refuses a datagram claiming to come from itself; the 7 others (e0 too: a datagram
+    # with a lie in it is dropped whole) refuse the generation.
+    assert r.refused_by_reason == {"generation": 7, "sender": 1}
+    assert r.dropped_refused == 8
+    assert r.converged and r.max_view_entries == 8
+    assert min(r.seen_after_s[1:]) > 0
+    _check_counters(r, injected=8)
+
+
+def test_a_forgery_within_the_bound_is_reported_not_converged():
+    """A member's id, generation 1 (allowed at once) and a bigger bitmap: lww keeps it over
+    e0's real generation-1 state. Nothing can refuse it without authentication, but the run
+    must not call that converged (the old criterion, generation >= 1, did)."""
+    def inject(addrs):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+            for i, addr in enumerate(addrs[1:], 1):  # from a member other than the receiver
+                raw.sendto(_forged("e2" if i == 1 else "e1", [_record("e0", 1, busy=0xFF)]), addr)
+
+    r = run_live(8, fanout=2, seed=4, interval="10ms", duration="600ms", started=inject)
+    assert r.dropped_refused == 0  # within every bound: accepted
+    assert not r.converged and math.isnan(r.convergence_time_s)
+    assert all(math.isnan(t) for t in r.seen_after_s[1:])  # nobody holds e0's real state
+
+
+def test_phantom_flood_is_refused_and_the_run_converges():
+    """3,000 datagrams carrying 30,000 phantom ids, sent while the endpoints run."""
+    def flood(addrs):
+        def send():
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+                for i in range(3000):  # bounded: stops by itself
+                    target = i % len(addrs)
+                    sender = f"e{(target + 1) % len(addrs)}"
+                    raw.sendto(_forged(sender, [_record(f"ph{10 * i + j}", 1) for j in range(10)]), addrs[target])
+                    if i % 25 == 24:
+                        time.sleep(0.002)  # let the endpoints drain their sockets
+
+        threading.Thread(target=send, daemon=True).start()
+
+    r = run_live(8, fanout=2, seed=4, interval="10ms", duration="3s", update_at=0.3,
+                 stop_when_converged=False, started=flood)
+    assert r.max_view_entries <= 8  # 1,393 before the fix
+    assert set(r.refused_by_reason) == {"member"}
+    assert r.refused_by_reason["member"] == 3000
+    assert r.converged
+    _check_counters(r, injected=3000)
+
+
+def test_cli_json_reports_refusals():
+    out = subprocess.run([sys.executable, "-m", "magnum_lib", "gossip-live", "--endpoints", "4",
+                          "--fanout", "2", "--duration", "1s", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["dropped_refused"] == 0 and d["refused_by_reason"] == {} and 1 <= d["max_view_entries"] <= 4
+
+
+def test_an_endpoint_poisoned_after_it_saw_the_update_is_not_converged():
+    """Seen once is not converged: a within-bound forgery (generation 10 at t = 0.5 s, when up
+    to 51 is allowed) overwrites e0's real state after everyone had it."""
+    def later(addrs):
+        def send():
+            time.sleep(0.5)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+                for i, addr in enumerate(addrs[1:], 1):
+                    raw.sendto(_forged("e2" if i == 1 else "e1", [_record("e0", 10)]), addr)
+
+        threading.Thread(target=send, daemon=True).start()
+
+    r = run_live(8, fanout=2, seed=4, interval="10ms", duration="1s", update_at=0.05,
+                 stop_when_converged=False, started=later)
+    assert r.dropped_refused == 0
+    assert not any(math.isnan(t) for t in r.seen_after_s)  # everyone saw the real update...
+    assert not r.converged  # ...but does not hold it at the end
+
+
+def test_the_decoded_record_cache_stays_bounded_under_big_distinct_records(monkeypatch):
+    """Every distinct valid record line is cached by the decoder: distinct records of ~5 kB
+    (64 pending jobs with 64-character ids), 1.5 times the byte cap in all, must not hold more
+    than the cap (lowered to 1 MiB here to keep the test short)."""
+    from magnum_lib.gossip import wire
+
+    monkeypatch.setattr(wire, "_RECORDS", {})
+    monkeypatch.setattr(wire, "_records_bytes", 0)
+    monkeypatch.setattr(wire, "_RECORDS_MAX_BYTES", 1 << 20)
+    pending = [[f"job-{j:02d}-{'x' * 57}", j] for j in range(64)]
+    line = len(json.dumps(dict(_record("ph0", 1), pending=pending), separators=(",", ":")))
+    for i in range(int(1.5 * wire._RECORDS_MAX_BYTES / line)):
+        decode(_forged("e1", [dict(_record(f"ph{i}", 1), pending=pending)]))
+        assert wire._records_bytes <= wire._RECORDS_MAX_BYTES
+        assert len(wire._RECORDS) <= wire._RECORDS_MAX
+    assert wire._records_bytes == sum(len(key[1]) for key in wire._RECORDS) > 0

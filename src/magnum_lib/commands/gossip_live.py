@@ -44,7 +44,9 @@ def _run_gossip_live(args) -> int:
     if args.json:
         out = {k: d[k] for k in JSON_KEYS}
         out.update(interval_s=d["interval_s"], loss=d["loss"], fanout=d["fanout"], merge=d["merge"],
-                   seed=d["seed"], malformed_by_reason=d["malformed_by_reason"])
+                   seed=d["seed"], malformed_by_reason=d["malformed_by_reason"],
+                   dropped_refused=d["dropped_refused"], refused_by_reason=d["refused_by_reason"],
+                   max_view_entries=d["max_view_entries"])
         print(json.dumps(out))
         return 0
     conv = (f"{result.convergence_time_s * 1e3:.2f} ms" if result.converged
@@ -58,6 +60,8 @@ def _run_gossip_live(args) -> int:
         ("datagrams received", f"{result.datagrams_received:,}"),
         ("dropped by loss", f"{result.dropped_loss:,}"),
         ("dropped malformed", f"{result.dropped_malformed:,}"),
+        ("refused (untrusted)", f"{result.dropped_refused:,}"),
+        ("largest view", f"{result.max_view_entries} entries"),
         ("wall time", f"{result.wall_s:.3f} s (seed {result.seed})"),
     ]
     print_table(rows)

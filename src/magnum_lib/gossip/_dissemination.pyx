@@ -3,15 +3,23 @@
 Same arguments, same results (bit for bit) as :func:`dissemination_ref.run_rumor` and
 :func:`dissemination_ref.run_staleness`; read that file for the model. The random stream,
 peer choice and exchange steps are the inline functions of ``_dissemination.pxd``.
+Each ``def`` wrapper first runs the reference's argument check (sizes, array lengths,
+index ranges); the nogil loops then trust their arguments and are compiled without bounds
+checks even in a debug build.
 """
 import numpy as np
 
+cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
 from magnum_lib._typedefs cimport intp_t
 
+from magnum_lib.gossip.dissemination_ref import check_rumor_args, check_staleness_args
 
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 cdef int64_t _rumor(intp_t n, intp_t fanout, int mode, uint64_t loss_threshold,
                     uint64_t churn_threshold, int64_t churn_downtime,
                     const int64_t[::1] crash_round, int64_t partition_start,
@@ -101,16 +109,19 @@ def run_rumor(intp_t n, intp_t fanout, int mode, uint64_t loss_threshold,
     -------
     (rounds, messages) : tuple of int
     """
+    check_rumor_args(n, fanout, mode, loss_threshold, churn_threshold, churn_downtime, crash_round,
+                     partition_start, partition_end, source, max_rounds, infection_round, informed, live)
     cdef uint8_t[::1] up = np.empty(n, dtype=np.uint8)
     cdef int64_t[::1] back = np.empty(n, dtype=np.int64)
     cdef intp_t[::1] peers = np.empty(fanout, dtype=np.intp)
+    cdef intp_t* peer_buf = &peers[0]  # fanout >= 1: checked above
     cdef uint64_t rng = seed
     cdef int64_t messages = 0, rounds
     with nogil:
         rounds = _rumor(n, fanout, mode, loss_threshold, churn_threshold, churn_downtime,
                         crash_round, partition_start, partition_end, source, max_rounds,
                         stop_when_all, &rng, infection_round, informed, live, up, back,
-                        &peers[0], &messages)
+                        peer_buf, &messages)
     return rounds, messages
 
 
@@ -122,6 +133,8 @@ cdef inline void _merge_row(int32_t* into, const int32_t* row, intp_t n) noexcep
             into[j] = row[j]
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
 cdef int64_t _staleness(intp_t n, intp_t fanout, int mode, uint64_t loss_threshold,
                         int64_t partition_start, int64_t partition_end, int64_t warmup,
                         int64_t measure, uint64_t* rng, int32_t[:, ::1] view,
@@ -166,12 +179,15 @@ def run_staleness(intp_t n, intp_t fanout, int mode, uint64_t loss_threshold,
     -------
     messages : int
     """
+    check_staleness_args(n, fanout, mode, loss_threshold, partition_start, partition_end, warmup,
+                         measure, histogram)
     cdef int32_t[:, ::1] view = np.zeros((n, n), dtype=np.int32)
     cdef int32_t[:, ::1] old = np.empty((n, n), dtype=np.int32)
     cdef intp_t[::1] peers = np.empty(fanout, dtype=np.intp)
+    cdef intp_t* peer_buf = &peers[0]  # fanout >= 1: checked above
     cdef uint64_t rng = seed
     cdef int64_t messages
     with nogil:
         messages = _staleness(n, fanout, mode, loss_threshold, partition_start, partition_end,
-                              warmup, measure, &rng, view, old, histogram, &peers[0])
+                              warmup, measure, &rng, view, old, histogram, peer_buf)
     return messages

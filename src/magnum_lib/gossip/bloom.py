@@ -43,8 +43,11 @@ from magnum_lib.gossip import bloom_ref
 __all__ = ["BloomFilter", "optimal_params", "expected_fp_rate", "union_all", "is_prime", "next_prime",
            "M_MAX", "K_MAX", "HEADER_BYTES"]
 
-M_MAX = 2**40          # bits; (h1 % m) + i*(h2 % m) then stays far below 2**64 for k <= K_MAX
-K_MAX = 64
+# Size bounds, checked before anything is allocated. M_MAX = 2**33 bits is a 1 GiB bit
+# array (about 900 million keys at 1 % false positives), the most a laptop should be asked
+# for; a + i*b then stays far below 2**64 for k <= K_MAX = 64.
+M_MAX = bloom_ref.M_MAX
+K_MAX = bloom_ref.K_MAX
 _MAGIC = b"BLM1"
 _VERSION = 1
 # magic, version, k, reserved (0), m (bits), seed: little-endian, 24 bytes
@@ -189,10 +192,14 @@ def _one_key_hashes(key, seed: int) -> tuple[int, int]:
 class BloomFilter:
     """An ``m``-bit Bloom filter with ``k`` hash functions.
 
+    ``m``, ``k`` and ``seed`` are read-only (the compiled kernels index the bit array by
+    them); build a new filter to change them.
+
     Parameters
     ----------
     m : int
-        Bits, 1 .. :data:`M_MAX`. See :func:`optimal_params` to size for ``n`` keys.
+        Bits, 1 .. :data:`M_MAX` (2**33, a 1 GiB array). See :func:`optimal_params` to size
+        for ``n`` keys.
     k : int
         Hash functions (bits set per key), 1 .. :data:`K_MAX`.
     seed : int
@@ -206,13 +213,28 @@ class BloomFilter:
     (True, True)
     """
 
-    __slots__ = ("m", "k", "seed", "_bits")
+    __slots__ = ("_m", "_k", "_seed", "_bits")
 
     def __init__(self, m: int, k: int, seed: int = 0):
-        self.m = _check_int("m", m, 1, M_MAX)
-        self.k = _check_int("k", k, 1, K_MAX)
-        self.seed = _check_int("seed", seed, 0, 2**64 - 1)
-        self._bits = np.zeros((self.m + 7) // 8, dtype=np.uint8)
+        self._m = _check_int("m", m, 1, M_MAX)
+        self._k = _check_int("k", k, 1, K_MAX)
+        self._seed = _check_int("seed", seed, 0, 2**64 - 1)
+        self._bits = np.zeros((self._m + 7) // 8, dtype=np.uint8)
+
+    @property
+    def m(self) -> int:
+        """Bits in the filter."""
+        return self._m
+
+    @property
+    def k(self) -> int:
+        """Bits set per key (hash functions)."""
+        return self._k
+
+    @property
+    def seed(self) -> int:
+        """Hash salt."""
+        return self._seed
 
     @classmethod
     def for_capacity(cls, n: int, fp_rate: float, seed: int = 0) -> "BloomFilter":

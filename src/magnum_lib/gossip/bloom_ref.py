@@ -28,14 +28,22 @@ keys.
 Two forms live here: :class:`BloomRef`, one key at a time in plain Python (what the
 notebook reads and the benchmark's pure-Python loop), and the vectorized numpy kernels
 :func:`add_hashed` / :func:`contains_hashed`, the reference twins of the compiled
-``_bloom.pyx`` (same signatures, same bits). Nothing here validates its inputs: the
-public :class:`magnum_lib.gossip.bloom.BloomFilter` does, once.
+``_bloom.pyx`` (same signatures, same bits). The public
+:class:`magnum_lib.gossip.bloom.BloomFilter` validates keys and sizes; the kernels (both
+backends) still check, with :func:`check_kernel_args`, every invariant the compiled nogil
+loop trusts (``m``, ``k`` and the array lengths), so no call from Python can make it read or
+write outside its arrays.
 """
 from __future__ import annotations
 
 import hashlib
 
 import numpy as np
+
+from magnum_lib.engine.errors import ParameterError, check_int
+
+M_MAX = 2**33  # bits: a 1 GiB bit array (~900 million keys at 1 % false positives) at most
+K_MAX = 64
 
 MASK64 = (1 << 64) - 1
 _GAMMA = 0x9E3779B97F4A7C15
@@ -92,7 +100,8 @@ class BloomRef:
     """``m`` bits, ``k`` hashes, held in a ``bytearray``; one key at a time."""
 
     def __init__(self, m: int, k: int, seed: int = 0):
-        self.m, self.k, self.seed = m, k, seed
+        self.m, self.k = check_int("m", m, 1, M_MAX), check_int("k", k, 1, K_MAX)
+        self.seed = check_int("seed", seed, 0, MASK64)
         self.bits = bytearray((m + 7) // 8)
 
     def add(self, key) -> None:
@@ -108,12 +117,30 @@ class BloomRef:
 
 # -- vectorized kernels (reference twins of _bloom.pyx) ----------------------------
 
+def check_kernel_args(bits, h1, h2, m, k, out=None) -> None:
+    """Raise ParameterError unless ``add_hashed`` / ``contains_hashed`` may run on these.
+
+    The kernels index ``bits`` at ``p >> 3`` for positions ``p < m`` and write ``out[j]``
+    for every key ``j``: so ``1 <= m <= M_MAX``, ``1 <= k <= K_MAX``,
+    ``len(bits) == ceil(m / 8)``, ``len(h1) == len(h2)`` (== ``len(out)``).
+    """
+    m = check_int("m", m, 1, M_MAX)
+    check_int("k", k, 1, K_MAX)
+    if len(bits) != (m + 7) // 8:
+        raise ParameterError("bits", f"must hold ceil(m / 8) = {(m + 7) // 8} bytes for m={m}, got {len(bits)}")
+    if len(h1) != len(h2):
+        raise ParameterError("h2", f"must have the length of h1 ({len(h1)}), got {len(h2)}")
+    if out is not None and len(out) != len(h1):
+        raise ParameterError("out", f"must have one byte per key ({len(h1)}), got {len(out)}")
+
+
 def add_hashed(bits: np.ndarray, h1: np.ndarray, h2: np.ndarray, m: int, k: int) -> None:
     """Set bits ``(a + i*b) mod m``, ``i < k``, of every key (uint64 hash arrays)."""
+    check_kernel_args(bits, h1, h2, m, k)
     m = np.uint64(m)
     a, b = start_step(h1, h2, m)
     for i in range(k):
-        # a, b < m <= 2**40 and i < 64: a + i*b cannot wrap 2**64
+        # a, b < m <= 2**33 and i < 64: a + i*b cannot wrap 2**64
         p = (a + np.uint64(i) * b) % m
         # bitwise_or.at, not bits[idx] |= ...: repeated byte indices must all apply
         np.bitwise_or.at(bits, p >> np.uint64(3), np.left_shift(1, p & np.uint64(7)).astype(np.uint8))
@@ -122,6 +149,7 @@ def add_hashed(bits: np.ndarray, h1: np.ndarray, h2: np.ndarray, m: int, k: int)
 def contains_hashed(bits: np.ndarray, h1: np.ndarray, h2: np.ndarray, m: int, k: int,
                     out: np.ndarray) -> None:
     """``out[j] = 1`` if all ``k`` bits of key ``j`` are set, else 0 (``out`` is uint8)."""
+    check_kernel_args(bits, h1, h2, m, k, out)
     m = np.uint64(m)
     a, b = start_step(h1, h2, m)
     out[:] = 1

@@ -29,6 +29,7 @@ from types import ModuleType
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.gossip import dissemination_ref
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int
 from magnum_lib.units import parse_duration
 
@@ -36,9 +37,9 @@ _KERNELS = {"compiled": "magnum_lib.gossip._dissemination",
             "python": "magnum_lib.gossip.dissemination_ref"}
 MODES = {"push": 1, "pull": 2, "pushpull": 3}
 _MODE_ALIASES = {"push-pull": "pushpull", "push_pull": "pushpull"}
-MAX_NODES = 50_000_000  # ~21 B of per-node arrays each: 1 GB at this size
-MAX_ROUNDS = 1_000_000  # int32 infection rounds, and a run that long is a mistake
-MAX_STALENESS_NODES = 4_096  # two n x n int32 views: 134 MB at this size
+MAX_NODES = dissemination_ref.MAX_NODES  # ~21 B of per-node arrays each: 1 GB at this size
+MAX_ROUNDS = dissemination_ref.MAX_ROUNDS  # int32 infection rounds; a run that long is a mistake
+MAX_STALENESS_NODES = dissemination_ref.MAX_STALENESS_NODES  # two n x n int32 views: 134 MB
 NO_CRASH = 2**62  # crash round of a node that never crashes
 
 # Message-size model, bytes.

@@ -1,8 +1,11 @@
 """Gossip dissemination, the readable reference: one rumor, or every node's view of the others.
 
 This is the model the notebook shows; ``_dissemination.pyx`` is its compiled twin with the
-same signatures and, for the same seed, the same results bit for bit. Inputs are already
-validated by :mod:`magnum_lib.gossip.dissemination`, the public API.
+same signatures and, for the same seed, the same results bit for bit. The public API,
+:mod:`magnum_lib.gossip.dissemination`, validates the user's parameters; both kernels still
+run :func:`check_rumor_args` / :func:`check_staleness_args` first, which check every
+invariant the compiled nogil loops trust (sizes, array lengths, index ranges), so no call
+from Python can make them read or write outside their arrays or loop forever.
 
 The model, in synchronous rounds t = 1, 2, ... (one round = one gossip interval):
 
@@ -29,9 +32,59 @@ from __future__ import annotations
 
 import numpy as np
 
+from magnum_lib.engine.errors import ParameterError, check_int
+
 MASK64 = (1 << 64) - 1
 PUSH, PULL, PUSHPULL = 1, 2, 3
 NEVER = -1  # infection round of a node that does not have the rumor
+MAX_NODES = 50_000_000  # ~21 B of per-node arrays each: 1 GB at this size
+MAX_ROUNDS = 1_000_000  # int32 infection rounds, and a run that long is a mistake
+MAX_STALENESS_NODES = 4_096  # two n x n int32 views: 134 MB at this size
+THRESHOLD_MAX = 2**53  # a probability as an integer threshold round(p 2^53)
+INT64 = (-2**63, 2**63 - 1)
+
+
+def _length(name: str, array, need: int, *, exact: bool = True) -> None:
+    got = len(array)
+    if got != need if exact else got < need:
+        raise ParameterError(name, f"must hold {'' if exact else 'at least '}{need} entries, got {got}")
+
+
+def _common_args(n, fanout, mode, loss_threshold, max_nodes: int) -> int:
+    n = check_int("n", n, 2, max_nodes)
+    check_int("fanout", fanout, 1, n - 1)  # pick_peers draws fanout distinct peers among n - 1
+    check_int("mode", mode, PUSH, PUSHPULL)
+    check_int("loss_threshold", loss_threshold, 0, THRESHOLD_MAX)
+    return n
+
+
+def check_rumor_args(n, fanout, mode, loss_threshold, churn_threshold, churn_downtime, crash_round,
+                     partition_start, partition_end, source, max_rounds, infection_round, informed,
+                     live) -> None:
+    """Raise ParameterError unless :func:`run_rumor` (either backend) may run on these."""
+    n = _common_args(n, fanout, mode, loss_threshold, MAX_NODES)
+    check_int("churn_threshold", churn_threshold, 0, THRESHOLD_MAX)
+    check_int("churn_downtime", churn_downtime, 1, MAX_ROUNDS)
+    check_int("partition_start", partition_start, *INT64)
+    check_int("partition_end", partition_end, *INT64)
+    check_int("source", source, 0, n - 1)
+    max_rounds = check_int("max_rounds", max_rounds, 0, MAX_ROUNDS)
+    _length("crash_round", crash_round, n)
+    _length("infection_round", infection_round, n)
+    _length("informed", informed, max_rounds + 1, exact=False)
+    _length("live", live, max_rounds + 1, exact=False)
+
+
+def check_staleness_args(n, fanout, mode, loss_threshold, partition_start, partition_end, warmup,
+                         measure, histogram) -> None:
+    """Raise ParameterError unless :func:`run_staleness` (either backend) may run on these."""
+    _common_args(n, fanout, mode, loss_threshold, MAX_STALENESS_NODES)
+    check_int("partition_start", partition_start, *INT64)
+    check_int("partition_end", partition_end, *INT64)
+    warmup = check_int("warmup", warmup, 0, MAX_ROUNDS)
+    measure = check_int("measure", measure, 0, MAX_ROUNDS)
+    # An entry never heard of is generation 0: age t + 1 <= warmup + measure + 1.
+    _length("histogram", histogram, warmup + measure + 2, exact=False)
 
 
 class SplitMix64:
@@ -102,6 +155,8 @@ def run_rumor(n, fanout, mode, loss_threshold, churn_threshold, churn_downtime, 
     -------
     (rounds, messages) : tuple of int
     """
+    check_rumor_args(n, fanout, mode, loss_threshold, churn_threshold, churn_downtime, crash_round,
+                     partition_start, partition_end, source, max_rounds, infection_round, informed, live)
     rng = SplitMix64(seed)
     half = n // 2  # partition: nodes [0, n // 2) on one side, the rest on the other
     up = [crash_round[u] > 0 for u in range(n)]
@@ -160,6 +215,8 @@ def run_staleness(n, fanout, mode, loss_threshold, partition_start, partition_en
     -------
     messages : int
     """
+    check_staleness_args(n, fanout, mode, loss_threshold, partition_start, partition_end, warmup,
+                         measure, histogram)
     rng = SplitMix64(seed)
     half = n // 2
     view = np.zeros((n, n), dtype=np.int32)

@@ -6,9 +6,32 @@ datagram, see :mod:`magnum_lib.gossip.wire`) to ``fanout`` random peers; a recei
 it into its view with the same merge function the rest of the library uses
 (:func:`~magnum_lib.gossip.merge.merge_lww` by default). At ``update_at`` endpoint ``e0``
 changes its state (generation + 1); the run measures, with ``time.perf_counter``, how long
-it takes until every endpoint holds that generation. Loss is injected at the sender: each
-datagram is dropped with probability ``loss`` (seeded). Malformed datagrams are dropped and
-counted per endpoint; they never stop an endpoint. Sockets are always closed.
+it takes until every endpoint holds exactly the state ``e0`` holds. Loss is injected at
+the sender: each datagram is dropped with probability ``loss`` (seeded). Malformed
+datagrams are dropped and counted per endpoint; they never stop an endpoint. Sockets are
+always closed.
+
+No datagram is trusted. Each endpoint is given the membership (``e0`` .. ``e{E-1}``, all at
+generation 0) at start and refuses, whole, any well-formed datagram that
+
+* comes from a sender that is not a member, or that claims to be the receiver
+  (reason ``"sender"``);
+* carries state for a node that is not a member, or a vector clock naming a writer that is
+  not one (``"member"``): phantom ids never enter a view, so a view holds at most ``E``
+  entries;
+* carries a generation (or, for vector clocks, a clock counter) above what time allows
+  (``"generation"``): an owner changes its state at most :data:`MAX_UPDATES_PER_INTERVAL`
+  times per interval, so after ``t`` seconds no honest generation exceeds
+  ``MAX_UPDATES_PER_INTERVAL * (floor(t / interval) + 1)`` (the ``+ 1`` is one interval of
+  slack for clock skew and a send racing a tick). A forged ``2**63 - 1`` is refused.
+
+Every refusal is counted by reason (``refused_by_reason``). The one-datagram-per-peer cache
+that skips re-merging a repeated datagram holds member addresses only, so it is bounded
+too. Convergence is judged on the members' own states: an endpoint counts as having the
+update only when its entry for ``e0`` has ``e0``'s generation and (for lww and vc) equals
+``e0``'s state, and the run converged only if that still holds for every endpoint at the
+end. A forger who stays within the bounds and uses a member's id can still lie (there is
+no authentication); the run then reports "not converged" rather than a false success.
 
 Real time is not reproducible: the seed fixes the peer choices and losses each endpoint
 draws, not the interleaving the operating system gives the datagrams.
@@ -37,6 +60,8 @@ MERGES = {"lww": merge_lww, "article": merge_article, "vc": merge_vc}
 HOST = "127.0.0.1"
 GPUS = 8
 BUSY_BEFORE, BUSY_AFTER = (0, 1, 2, 3), (2, 3, 4)  # e0's update frees GPUs 0 and 1
+MAX_UPDATES_PER_INTERVAL = 1  # an owner bumps its generation at most once per interval
+REFUSALS = ("sender", "member", "generation")
 MAX_DURATION_NS = 600 * 10**9  # a live run holds sockets and a core: keep it bounded
 RCVBUF = 1 << 20  # bytes per socket requested
 
@@ -46,11 +71,14 @@ class LiveResult:
     """Outcome of :func:`run_live` (counters summed over endpoints).
 
     ``convergence_time_s`` is the real time from the update until the last endpoint held
-    the new generation (nan when not converged); ``seen_after_s[i]`` is that time for
+    ``e0``'s new state (nan when not converged); ``seen_after_s[i]`` is that time for
     endpoint ``i`` (nan if it never saw it), ready to plot. ``malformed_by_reason`` splits
     ``dropped_malformed`` by :data:`magnum_lib.gossip.wire.REASONS` (plus ``"error"`` for
-    anything unexpected). ``datagrams_sent - datagrams_received`` is what was still in
-    flight at the end (or, on an overloaded machine, overflowed a socket buffer).
+    anything unexpected); ``refused_by_reason`` splits ``dropped_refused`` (well-formed but
+    untrusted datagrams) by :data:`REFUSALS`. ``max_view_entries`` is the largest view any
+    endpoint held during the run (at most ``endpoints``). ``datagrams_sent -
+    datagrams_received`` is what was still in flight at the end (or, on an overloaded
+    machine, overflowed a socket buffer).
 
     The update frees GPUs 0 and 1 of ``e0`` (busy before: 0-3; after: 2-4).
     ``knew_old_state`` counts the other endpoints that held the old state when it happened;
@@ -74,6 +102,9 @@ class LiveResult:
     dropped_loss: int
     dropped_malformed: int
     malformed_by_reason: dict
+    dropped_refused: int
+    refused_by_reason: dict
+    max_view_entries: int
     merges: int
     knew_old_state: int
     phantom_busy_endpoints: int
@@ -89,26 +120,41 @@ class LiveResult:
         return d
 
 
-def _generation(entry) -> int:
-    return entry.generation if isinstance(entry, NodeState) else resolve(entry)[0].generation
-
-
 @dataclass
 class Counters:
     sent: int = 0
     received: int = 0
     dropped_loss: int = 0
     malformed: collections.Counter = field(default_factory=collections.Counter)
+    refused: collections.Counter = field(default_factory=collections.Counter)
+    max_view: int = 1
     merges: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
 
 
-class Endpoint(asyncio.DatagramProtocol):
-    """One gossiping node: a socket, its own state, its view of the others, counters."""
+class Refused(Exception):
+    """A well-formed datagram this endpoint does not trust; ``reason`` is one of REFUSALS."""
 
-    def __init__(self, index: int, rule: str, rng: random.Random, loss: float):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Endpoint(asyncio.DatagramProtocol):
+    """One gossiping node: a socket, its own state, its view of the others, counters.
+
+    ``members`` are the node ids it accepts state about; ``start`` (perf_counter seconds)
+    and ``interval_s`` give the generation bound (see the module docstring).
+    """
+
+    def __init__(self, index: int, rule: str, rng: random.Random, loss: float, *,
+                 members: frozenset, start: float, interval_s: float):
         self.node_id = f"e{index}"
+        self.members = members
+        self.start = start
+        self.interval_s = interval_s
+        self.peer_addrs: frozenset = frozenset()  # set once the sockets are bound
         self.rule = rule
         self.kind = KIND_VERSIONED if rule == "vc" else KIND_STATES
         self.merge = MERGES[rule]
@@ -120,8 +166,8 @@ class Endpoint(asyncio.DatagramProtocol):
         self.transport = None
         self._encoded: dict[str, tuple] = {}  # node -> (entry, its encoded record lines)
         self._datagram: bytes | None = None     # the encoded view while it is unchanged
-        self._last: dict = {}                   # peer address -> its last merged datagram
-        self.watch: tuple[str, int] | None = None  # (node, generation) whose arrival we time
+        self._last: dict = {}                   # member address -> its last merged datagram
+        self.watch: NodeState | None = None     # the state whose arrival we time
         self.seen_at = math.nan
 
     # -- asyncio protocol -------------------------------------------------------------
@@ -144,21 +190,49 @@ class Endpoint(asyncio.DatagramProtocol):
             msg = decode(data)
             if msg.kind != self.kind:
                 raise WireError("kind", f"kind {msg.kind} but this endpoint merges with {self.rule!r}")
+            self._check_trusted(msg)
             # The owner is the only writer of its own record: ignore claims about us.
             remote = {n: e for n, e in msg.view.items() if n != self.node_id}
             merged = self.merge(self.view, remote)
             c.merges += 1
-            self._last[addr] = data
+            if addr in self.peer_addrs:  # bounded: one entry per member
+                self._last[addr] = data
             if merged != self.view:  # C-level compare, identical entries short-cut
                 self.view = merged
                 self._datagram = None
+                c.max_view = max(c.max_view, len(merged))
         except WireError as exc:
             c.malformed[exc.reason] += 1
+            return
+        except Refused as exc:
+            c.refused[exc.reason] += 1
             return
         except Exception:  # never let one datagram kill the endpoint
             c.malformed["error"] += 1
             return
         self._check_seen()
+
+    def generation_limit(self, now: float) -> int:
+        """The highest generation an honest member can have reached by ``now``."""
+        return MAX_UPDATES_PER_INTERVAL * (int(max(0.0, now - self.start) / self.interval_s) + 1)
+
+    def _check_trusted(self, msg) -> None:
+        """Raise :class:`Refused` unless every claim in ``msg`` is one a member could make."""
+        if msg.sender not in self.members or msg.sender == self.node_id:
+            raise Refused("sender")
+        if not self.members.issuperset(msg.view):
+            raise Refused("member")
+        limit = self.generation_limit(time.perf_counter())
+        for entry in msg.view.values():
+            if isinstance(entry, NodeState):
+                if entry.generation > limit:
+                    raise Refused("generation")
+                continue
+            for v in entry:  # vector clocks: every writer a member, every counter in time
+                if not self.members.issuperset(v.clock):
+                    raise Refused("member")
+                if v.state.generation > limit or any(count > limit for count in v.clock.values()):
+                    raise Refused("generation")
 
     def error_received(self, exc):
         # e.g. ICMP port unreachable after a peer closed: not a datagram, keep running.
@@ -183,12 +257,18 @@ class Endpoint(asyncio.DatagramProtocol):
         entry = self.view.get(node)
         return entry if entry is None or isinstance(entry, NodeState) else resolve(entry)[0]
 
+    def holds(self, truth: NodeState) -> bool:
+        """Whether this endpoint reads ``truth`` (its owner's actual state) for its node."""
+        s = self.state_of(truth.node_id)
+        if s is None or s.generation != truth.generation:
+            return False
+        # The article's merge ORs busy bitmaps, so its endpoints can agree on the generation
+        # only; phantom_busy_endpoints counts the content they got wrong.
+        return self.rule == "article" or s == truth
+
     def _check_seen(self):
-        if self.watch is not None and math.isnan(self.seen_at):
-            node, gen = self.watch
-            entry = self.view.get(node)
-            if entry is not None and _generation(entry) >= gen:
-                self.seen_at = time.perf_counter()
+        if self.watch is not None and math.isnan(self.seen_at) and self.holds(self.watch):
+            self.seen_at = time.perf_counter()
 
     def gossip(self, peers: list[tuple[str, int]], fanout: int):
         """Send this endpoint's view (as much as fits) to ``fanout`` random peers."""
@@ -253,7 +333,10 @@ async def _run(n, interval_s, duration_s, loss, fanout, seed, rule, update_at_s,
     # One seed, one independent stream per endpoint (numpy's SeedSequence spawning);
     # random.Random draws peers ~20x faster than Generator.choice for these tiny samples.
     streams = np.random.SeedSequence(seed).spawn(n)
-    eps = [Endpoint(i, rule, random.Random(int(s.generate_state(1)[0])), loss) for i, s in enumerate(streams)]
+    members = frozenset(f"e{i}" for i in range(n))
+    start = time.perf_counter()  # reset below, once the sockets are bound
+    eps = [Endpoint(i, rule, random.Random(int(s.generate_state(1)[0])), loss, members=members,
+                    start=start, interval_s=interval_s) for i, s in enumerate(streams)]
     transports = []
     try:
         for ep in eps:
@@ -261,9 +344,13 @@ async def _run(n, interval_s, duration_s, loss, fanout, seed, rule, update_at_s,
                                                        family=socket.AF_INET)
             transports.append(t)
         addrs = [t.get_extra_info("sockname")[:2] for t in transports]
+        for ep in eps:
+            ep.peer_addrs = frozenset(addrs)
         if started is not None:
             started(addrs)
         start = time.perf_counter()
+        for ep in eps:
+            ep.start = start
         deadline = start + duration_s
         done = asyncio.Event()
 
@@ -284,10 +371,10 @@ async def _run(n, interval_s, duration_s, loss, fanout, seed, rule, update_at_s,
         async def change():
             await asyncio.sleep(max(0.0, start + update_at_s - time.perf_counter()))
             knew = sum(ep.state_of(eps[0].node_id) is not None for ep in eps[1:])
-            gen = eps[0].update(busy_gpus=BUSY_AFTER)
+            eps[0].update(busy_gpus=BUSY_AFTER)
             t_update = time.perf_counter()
             for ep in eps:
-                ep.watch = (eps[0].node_id, gen)
+                ep.watch = eps[0].own_state()
                 ep._check_seen()
             while stop_when_converged and time.perf_counter() < deadline:
                 if all(not math.isnan(ep.seen_at) for ep in eps):
@@ -339,10 +426,12 @@ def run_live(endpoints: int = 16, interval="10ms", duration="2s", loss: float = 
     eps, t_update, knew, wall = asyncio.run(_run(n, interval_s, duration_s, loss, fanout, seed, merge,
                                            update_at_s, bool(stop_when_converged), started))
     seen = tuple(ep.seen_at - t_update if not math.isnan(ep.seen_at) else math.nan for ep in eps)
-    converged = not any(math.isnan(t) for t in seen)
-    reasons = collections.Counter()
+    # Seen once is not enough: every endpoint must still hold e0's actual state at the end.
+    converged = not any(math.isnan(t) for t in seen) and all(ep.holds(eps[0].own_state()) for ep in eps)
+    reasons, refusals = collections.Counter(), collections.Counter()
     for ep in eps:
         reasons.update(ep.counters.malformed)
+        refusals.update(ep.counters.refused)
     truth = view_of(eps[0].own_state())
     phantom = sum(bool(phantom_busy({"e0": ep.state_of("e0")}, truth)) for ep in eps[1:]
                   if ep.state_of("e0") is not None)
@@ -353,6 +442,8 @@ def run_live(endpoints: int = 16, interval="10ms", duration="2s", loss: float = 
         convergence_time_s=max(seen) if converged else math.nan, seen_after_s=seen,
         datagrams_sent=total("sent"), datagrams_received=total("received"),
         dropped_loss=total("dropped_loss"), dropped_malformed=sum(reasons.values()),
-        malformed_by_reason=dict(reasons), merges=total("merges"), knew_old_state=knew,
+        malformed_by_reason=dict(reasons), dropped_refused=sum(refusals.values()),
+        refused_by_reason=dict(refusals), max_view_entries=max(ep.counters.max_view for ep in eps),
+        merges=total("merges"), knew_old_state=knew,
         phantom_busy_endpoints=phantom, bytes_sent=total("bytes_sent"),
         bytes_received=total("bytes_received"), wall_s=wall)

@@ -145,10 +145,13 @@ def _versioned_from(record) -> Versioned:
 
 
 _RECORDS: dict[tuple[int, bytes], object] = {}  # (kind, record line) -> checked record
-_RECORDS_MAX = 65536
+_RECORDS_MAX = 65536           # entries, and
+_RECORDS_MAX_BYTES = 16 << 20  # bytes of record lines: a flood of big records stays bounded
+_records_bytes = 0
 
 
 def _record(kind: int, line: bytes):
+    global _records_bytes
     key = (kind, line)
     rec = _RECORDS.get(key)
     if rec is None:
@@ -157,9 +160,11 @@ def _record(kind: int, line: bytes):
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise WireError("json", str(exc)[:80]) from None
         rec = _state_from(raw) if kind == KIND_STATES else _versioned_from(raw)
-        if len(_RECORDS) >= _RECORDS_MAX:
+        if len(_RECORDS) >= _RECORDS_MAX or _records_bytes + len(line) > _RECORDS_MAX_BYTES:
             _RECORDS.clear()  # crude but bounded; hits come back within a round
+            _records_bytes = 0
         _RECORDS[key] = rec
+        _records_bytes += len(line)
     return rec
 
 
