@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sys
 
-from magnum_lib import __version__, backend, commands
+from magnum_lib import __version__, _backend, commands
 from magnum_lib.commands._common import EXIT_USAGE, PROG, UsageError, flag_name, Parser
 from magnum_lib.engine.errors import ParameterError
 
@@ -23,11 +23,18 @@ def command_modules():
     return [importlib.import_module(f"magnum_lib.commands.{name}") for name in names]
 
 
+class _Version(argparse.Action):
+    # Like argparse's "version" action, but the backend is looked up only when asked.
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{PROG} {__version__} ({_backend.describe()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``faux-magnum`` argument parser with every subcommand."""
     parser = Parser(prog=PROG, description="Faux-MAGNUM teaching kit command line.")
-    parser.add_argument("--version", action="version",
-                        version=f"{PROG} {__version__} (backend: {backend()})")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version, the backend and where the package is, and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
         module.add(subparsers)
