@@ -108,7 +108,7 @@ bench: build
 
 # A normal (non-editable) install: build the wheel, install it in a fresh venv, run every
 # command of the README's "The command line" block from a directory outside the checkout.
-wheel-check: build
+wheel-check: $(STAMP)
 	$(PY) scripts/check_wheel.py
 
 clean:

@@ -179,9 +179,14 @@ def test_source_checkout_is_recognised():
         "magnum_lib." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("_*.pyx")))
 
 
-def test_installed_copy_missing_an_extension_says_so(tmp_path):
+@pytest.fixture
+def built():
+    """Skip unless every extension is built in the source tree (copied below)."""
     if _backend.missing_extensions():
         pytest.skip(f"extensions not built here: {_backend.missing_extensions()}")
+
+
+def test_installed_copy_missing_an_extension_says_so(tmp_path, built):
     site = _installed_copy(tmp_path, "_ring.cpython-*")
     out = _run_python("import magnum_lib, magnum_lib._backend as b; print(magnum_lib.backend()); "
                       "print(b.describe())", site)
@@ -193,9 +198,7 @@ def test_installed_copy_missing_an_extension_says_so(tmp_path):
     assert description.endswith("(missing compiled: _ring)") and str(site / "magnum_lib") in description
 
 
-def test_complete_installed_copy_is_silent_and_reports_its_path(tmp_path):
-    if _backend.missing_extensions():
-        pytest.skip(f"extensions not built here: {_backend.missing_extensions()}")
+def test_complete_installed_copy_is_silent_and_reports_its_path(tmp_path, built):
     site = _installed_copy(tmp_path, "nothing-to-drop")
     out = _run_python("import runpy, sys; sys.argv = ['faux-magnum', '--version']; "
                       "runpy.run_module('magnum_lib', run_name='__main__')", site)
