@@ -132,20 +132,26 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=7, help="calls of our command per process")
-    parser.add_argument("--processes", type=int, default=3, help="fresh interpreters for ours (cold runs)")
-    parser.add_argument("--simpy-repeats", type=int, default=4, help="SimPy runs (one process)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of (a fresh interpreter for ours, then one for SimPy)")
+    parser.add_argument("--simpy-repeats", type=int, default=2, help="SimPy runs per process (>= 2)")
     parser.add_argument("--servers", type=int, default=10)
     parser.add_argument("--arrival-rate", type=float, default=8.0)
     parser.add_argument("--service-rate", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--child", choices=["ours", "simpy"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.repeats < 2 or args.simpy_repeats < 2:
+        parser.error("--repeats and --simpy-repeats must be >= 2 (one cold call, then warm ones)")
     if args.child:
         print(json.dumps((_ours if args.child == "ours" else _simpy)(args)))
         return {}
 
-    ours_runs = [_child("ours", args, args.repeats) for _ in range(args.processes)]
-    simpy_runs = [_child("simpy", args, args.simpy_repeats)]
+    # Rounds alternate the two sides, so a change in the machine's load hits both.
+    ours_runs, simpy_runs = [], []
+    for _ in range(args.rounds):
+        ours_runs.append(_child("ours", args, args.repeats))
+        simpy_runs.append(_child("simpy", args, args.simpy_repeats))
     ours, simpy_ = _summary(ours_runs), _summary(simpy_runs)
     ours["backend"], ours["command"] = ours_runs[0]["backend"], ours_runs[0]["command"]
     report = {
