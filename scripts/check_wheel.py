@@ -172,6 +172,18 @@ def run_command(command: str, cwd: Path, env: dict, timeout: float):
     return status, stdout, stderr, time.perf_counter() - start
 
 
+def judge(status: int, stdout: str, stderr: str, expected: int) -> str | None:
+    """What is wrong with one command's run (None: nothing). Exit 2 must be one line."""
+    if "Traceback (most recent call last)" in stdout + stderr:
+        return "printed a traceback"
+    if status != expected:
+        return f"exited {status}, expected {expected}"
+    lines = len(stderr.strip().splitlines())
+    if expected == 2 and lines != 1:
+        return f"printed {lines} lines on stderr, expected one"
+    return None
+
+
 def shared_data() -> Path | None:
     """The public traces for the checkout: ``$MAGNUM_SHARED_DATA``, else ``shared/data``
     in the checkout's parent (or a folder above it); None when absent."""
@@ -192,13 +204,7 @@ def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
             runs.append((f"traces {shared}", shared, 0))
         for label, data, expected in runs:
             status, stdout, stderr, seconds = run_command(command, work, clean_env(venv, home, data), timeout)
-            problem = None
-            if "Traceback (most recent call last)" in stdout + stderr:
-                problem = "printed a traceback"
-            elif status != expected:
-                problem = f"exited {status}, expected {expected}"
-            elif expected == 2 and len(stderr.strip().splitlines()) != 1:
-                problem = f"printed {len(stderr.strip().splitlines())} lines on stderr, expected one"
+            problem = judge(status, stdout, stderr, expected)
             tag = f" [{label}]" if label else ""
             print(f"  {'FAIL' if problem else 'ok  '} {seconds:6.1f} s  {command}{tag}", flush=True)
             if problem:

@@ -149,6 +149,17 @@ def test_clean_env_drops_the_source_tree_and_magnum_settings(tmp_path, monkeypat
     assert env["MAGNUM_SHARED_DATA"] == str(tmp_path / "data") and env["HOME"] == str(tmp_path / "home")
 
 
+def test_judge_refuses_tracebacks_wrong_exits_and_long_errors():
+    judge = _check_wheel().judge
+    assert judge(0, "ok\n", "", 0) is None
+    assert judge(2, "", "faux-magnum hetero: error: trace file x not found\n", 2) is None
+    assert judge(0, "Traceback (most recent call last):\n  ...", "", 0) == "printed a traceback"
+    assert judge(1, "", "Traceback (most recent call last):\n", 2) == "printed a traceback"
+    assert judge(2, "", "one\n", 0) == "exited 2, expected 0"
+    assert judge(-1, "", "timed out after 300 s", 0) == "exited -1, expected 0"
+    assert judge(2, "", "usage: ...\nerror: ...\n", 2) == "printed 2 lines on stderr, expected one"
+
+
 def test_wheel_check_is_a_make_target_and_a_ci_step():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^wheel-check:.*\n\t.*scripts/check_wheel\.py", makefile, re.M)
