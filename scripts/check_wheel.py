@@ -242,6 +242,9 @@ def main(argv=None) -> int:
             raise CheckFailed(f"{len(failures)} README command(s) failed:\n" + "\n".join(failures))
     except CheckFailed as exc:
         print(f"wheel-check: FAILED: {exc}", file=sys.stderr)
+        if not args.keep:  # keep the logs, not the half-gigabyte venv and source copy
+            for part in ("venv", "source", "dist", "work"):
+                shutil.rmtree(tmp / part, ignore_errors=True)
         print(f"wheel-check: logs kept in {logs}", file=sys.stderr)
         return 1
     print(f"wheel-check: ok in {time.perf_counter() - started:.0f} s")
