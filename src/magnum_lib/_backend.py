@@ -76,7 +76,7 @@ def _warn_broken_install() -> None:
         warnings.warn(
             f"magnum_lib installed at {PACKAGE_DIR} lacks {len(missing)} compiled extension(s): "
             f"{', '.join(missing)}; their pure-Python references run instead (slower). "
-            "Reinstall with a C compiler: pip install --force-reinstall --no-cache-dir magnum_lib",
+            "Reinstall it where a C compiler is available: pip install --force-reinstall <the checkout>",
             RuntimeWarning, stacklevel=3)
 
 
