@@ -41,13 +41,21 @@ $(STAMP): pyproject.toml setup.py
 	@touch $(STAMP)
 
 # Quiet unless it fails: the compiler's output goes to $(BUILD_LOG), printed on failure.
-# Incremental: only modules whose .pyx/.pxd changed are recompiled; a switch between
+# Incremental: setup.py runs only when a .pyx/.pxd (or setup.py) is newer than the last
+# build of this mode, and then recompiles only the modules that changed; a switch between
 # MAGNUM_CYTHON_DEBUG=1 and release regenerates all of them (setup.py remembers the mode).
-build: $(STAMP)
+CYTHON_SOURCES := $(shell find src/magnum_lib -name '*.pyx' -o -name '*.pxd')
+BUILT := build/.built-$(if $(filter 1,$(MAGNUM_CYTHON_DEBUG)),debug,release)
+
+build: $(BUILT)
+	@$(PY) -c "import magnum_lib; print('magnum_lib backend:', magnum_lib.backend())"
+
+$(BUILT): $(STAMP) setup.py $(CYTHON_SOURCES)
 	@mkdir -p build
+	@rm -f build/.built-*
 	@$(PY) setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 || \
 		{ cat $(BUILD_LOG); echo "make build: compiling failed (log above, kept in $(BUILD_LOG))"; exit 1; }
-	@$(PY) -c "import magnum_lib; print('magnum_lib backend:', magnum_lib.backend())"
+	@touch $@
 
 $(LAB_SETTINGS): $(LAB_OVERRIDES) $(STAMP)
 	@mkdir -p $(dir $@)

@@ -243,10 +243,17 @@ def test_makefile_compiles_once_and_quietly():
     makefile = (ROOT / "Makefile").read_text()
     install = re.search(r"^\$\(STAMP\):.*?(?=^\S)", makefile, re.M | re.S).group(0)
     assert "MAGNUM_NO_EXTENSIONS=1 $(PIP) install" in install and "-e " in install
-    build = re.search(r"^build:.*?(?=^\S)", makefile, re.M | re.S).group(0)
+    assert re.search(r"^build: \$\(BUILT\)$", makefile, re.M)
+    # setup.py runs only when a .pyx/.pxd or setup.py is newer than this mode's last build
+    assert re.search(r"^BUILT := build/\.built-\$\(if .*MAGNUM_CYTHON_DEBUG.*debug,release\)$", makefile, re.M)
+    rule = re.search(r"^\$\(BUILT\): (.*?)\n(.*?)(?=^\S)", makefile, re.M | re.S)
+    assert set(rule.group(1).split()) == {"$(STAMP)", "setup.py", "$(CYTHON_SOURCES)"}
+    assert "-name '*.pyx' -o -name '*.pxd'" in makefile
+    build = rule.group(2)
     assert "setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 ||" in build
     assert "cat $(BUILD_LOG)" in build  # the log is shown only when the build fails
     assert "--force" not in build and "MAGNUM_CYTHON_FORCE" not in build
+    assert build.rstrip().endswith("@touch $@")
 
 
 # ------------------------------------------------------------------ JupyterLab settings
