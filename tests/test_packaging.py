@@ -286,3 +286,14 @@ def test_make_lab_installs_the_settings_and_never_checks_for_updates():
     assert "cp $(LAB_OVERRIDES) $@" in rule
     postbuild = (ROOT / "postBuild").read_text()
     assert "lab-settings/overrides.json" in postbuild and "share/jupyter/lab/settings" in postbuild
+
+
+def test_jupyterlab_reads_overrides_where_make_lab_puts_them(tmp_path):
+    # $(VENV)/share/jupyter/lab/settings is JupyterLab's default app settings dir: the
+    # overrides file make lab copies there is the one JupyterLab applies.
+    labapp = pytest.importorskip("jupyterlab.labapp")
+    settings_utils = pytest.importorskip("jupyterlab_server.settings_utils")
+    assert Path(labapp.LabApp().app_settings_dir) == Path(sys.prefix, "share", "jupyter", "lab", "settings")
+    shutil.copy(ROOT / "lab-settings" / "overrides.json", tmp_path / "overrides.json")
+    overrides, error = settings_utils._get_overrides(str(tmp_path))
+    assert error == "" and overrides == json.loads((ROOT / "lab-settings" / "overrides.json").read_text())
