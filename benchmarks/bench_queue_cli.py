@@ -22,6 +22,7 @@ Usage: .venv/bin/python benchmarks/bench_queue_cli.py [--jobs 200000] [--repeats
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -29,6 +30,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+
+TARGET_JOBS = 200_000
 
 
 def _ours(args) -> dict:
@@ -130,7 +134,7 @@ def _summary(runs: list[dict]) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=200_000)
+    parser.add_argument("--jobs", type=int, default=TARGET_JOBS)
     parser.add_argument("--repeats", type=int, default=7, help="calls of our command per process")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of (a fresh interpreter for ours, then one for SimPy)")
@@ -148,11 +152,15 @@ def main(argv=None) -> dict:
         return {}
 
     # Rounds alternate the two sides, so a change in the machine's load hits both.
+    have_simpy = importlib.util.find_spec("simpy") is not None
     ours_runs, simpy_runs = [], []
     for _ in range(args.rounds):
         ours_runs.append(_child("ours", args, args.repeats))
-        simpy_runs.append(_child("simpy", args, args.simpy_repeats))
-    ours, simpy_ = _summary(ours_runs), _summary(simpy_runs)
+        if have_simpy:
+            simpy_runs.append(_child("simpy", args, args.simpy_repeats))
+    ours = _summary(ours_runs)
+    simpy_ = _summary(simpy_runs) if have_simpy else {
+        "measured": False, "reason": "simpy is not installed (pip install simpy)"}
     ours["backend"], ours["command"] = ours_runs[0]["backend"], ours_runs[0]["command"]
     report = {
         "benchmark": "queue_cli",
@@ -164,13 +172,17 @@ def main(argv=None) -> dict:
         "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
                     "load_average_1min": os.getloadavg()[0]},
         "results": {"ours": ours, "simpy": simpy_},
-        "same_queue": abs(ours["wait_mean"] - simpy_["wait_mean"]) <= 1e-6 * max(simpy_["wait_mean"], 1e-12),
     }
+    if not have_simpy:
+        print(json.dumps(report, indent=2))
+        return report
+    report["same_queue"] = abs(ours["wait_mean"] - simpy_["wait_mean"]) <= 1e-6 * max(simpy_["wait_mean"], 1e-12)
     report["end_to_end_over_simpy"] = simpy_["warm_s"] / ours["warm_s"]
     report["cold_end_to_end_over_simpy"] = simpy_["cold_s"] / ours["cold_s"]
     report["median_end_to_end_over_simpy"] = simpy_["warm_median_s"] / ours["warm_median_s"]
-    report["target_end_to_end_over_simpy"] = 100
-    report["target_met"] = report["end_to_end_over_simpy"] >= 100
+    report["target_end_to_end_over_simpy"] = {"jobs": TARGET_JOBS, "ratio": 100}
+    # The target is stated at 2x10^5 jobs; other sizes are reported, not judged.
+    report["target_met"] = report["end_to_end_over_simpy"] >= 100 if args.jobs == TARGET_JOBS else None
     print(json.dumps(report, indent=2))
     return report
 
