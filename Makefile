@@ -10,8 +10,13 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+BUILD_LOG := build/build.log
+# JupyterLab settings shipped with the kit (no news popup, no update check); the browser
+# tests use the same file. `make lab` installs it as the venv's overrides.json.
+LAB_OVERRIDES := lab-settings/overrides.json
+LAB_SETTINGS  := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: lab test test-debug build venv unit unit-python notebooks browser chromium bench clean help
+.PHONY: lab test test-debug build venv unit unit-python notebooks browser chromium bench wheel-check clean help
 
 help:
 	@echo "make lab     - install (first time) and start JupyterLab on notebooks/ (127.0.0.1)"
@@ -19,25 +24,46 @@ help:
 	@echo "make build   - recompile the Cython extensions after editing a .pyx (then restart the kernel)"
 	@echo "make test-debug - rebuild with bounds checks on, run the kernels' parity tests, rebuild"
 	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
+	@echo "make wheel-check - build the wheel, install it in a fresh venv, run the README's commands"
 
 venv: $(STAMP)
 
 # Build requirements first, because the editable install skips build isolation
-# (so a rebuild uses the same numpy/Cython as the running kernel).
+# (so a rebuild uses the same numpy/Cython as the running kernel). The editable install
+# only links the source tree (MAGNUM_NO_EXTENSIONS=1): `make build` is the one compile.
 $(STAMP): pyproject.toml setup.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26"
-	$(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"
-	touch $(STAMP)
+	@echo "setting up $(VENV) (first time only; pip log: $(VENV)/install.log)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@{ $(PIP) install -q --upgrade pip && \
+	   $(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26" && \
+	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"; \
+	 } > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
 
-build: $(STAMP)
-	$(PY) setup.py build_ext --inplace -q -j 2
+# Quiet unless it fails: the compiler's output goes to $(BUILD_LOG), printed on failure.
+# Incremental: setup.py runs only when a .pyx/.pxd (or setup.py) is newer than the last
+# build of this mode, and then recompiles only the modules that changed; a switch between
+# MAGNUM_CYTHON_DEBUG=1 and release regenerates all of them (setup.py remembers the mode).
+CYTHON_SOURCES := $(shell find src/magnum_lib -name '*.pyx' -o -name '*.pxd')
+BUILT := build/.built-$(if $(filter 1,$(MAGNUM_CYTHON_DEBUG)),debug,release)
+
+build: $(BUILT)
 	@$(PY) -c "import magnum_lib; print('magnum_lib backend:', magnum_lib.backend())"
 
-lab: build
+$(BUILT): $(STAMP) setup.py $(CYTHON_SOURCES)
+	@mkdir -p build
+	@rm -f build/.built-*
+	@$(PY) setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 || \
+		{ cat $(BUILD_LOG); echo "make build: compiling failed (log above, kept in $(BUILD_LOG))"; exit 1; }
+	@touch $@
+
+$(LAB_SETTINGS): $(LAB_OVERRIDES) $(STAMP)
+	@mkdir -p $(dir $@)
+	@cp $(LAB_OVERRIDES) $@
+
+lab: build $(LAB_SETTINGS)
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser $(ROOT_FLAG) \
-		--ServerApp.root_dir=notebooks
+		--ServerApp.root_dir=notebooks --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
 # Debian's chromium for the browser tests: installed with apt when we are root and it
 # is missing; otherwise the browser tests skip with a one-line reason.
@@ -79,14 +105,19 @@ KERNEL_TESTS := tests/test_engine_heap.py tests/test_engine_queue.py tests/test_
 	tests/test_regional_contention.py tests/test_graph_packing.py
 
 test-debug: $(STAMP)
-	MAGNUM_CYTHON_DEBUG=1 MAGNUM_CYTHON_FORCE=1 $(PY) setup.py build_ext --inplace --force -q -j 2
+	@MAGNUM_CYTHON_DEBUG=1 $(MAKE) --no-print-directory build
 	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
 	status=$$?; \
-	MAGNUM_CYTHON_FORCE=1 $(PY) setup.py build_ext --inplace --force -q -j 2; \
+	$(MAKE) --no-print-directory build; \
 	exit $$status
 
 bench: build
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# A normal (non-editable) install: build the wheel, install it in a fresh venv, run every
+# command of the README's "The command line" block from a directory outside the checkout.
+wheel-check: $(STAMP)
+	$(PY) scripts/check_wheel.py
 
 clean:
 	rm -rf build *.egg-info test-artifacts

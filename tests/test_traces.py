@@ -223,11 +223,72 @@ def test_env_var_is_used(tmp_path, monkeypatch):
     assert len(load_philly()) == 1
 
 
-def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
+def test_missing_with_env_names_env_file_and_source(tmp_path, monkeypatch):
+    # $MAGNUM_SHARED_DATA, when set, is the one place looked in (no silent fallback)
     monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path / "env"))
-    monkeypatch.setattr(traces, "_REPO", tmp_path / "repo")
     with pytest.raises(FileNotFoundError) as e:
         load_gavel_throughputs()
     msg = str(e.value)
-    assert str(tmp_path / "env") in msg and str(tmp_path / "shared" / "data") in msg
+    assert "\n" not in msg and "gavel/simulation_throughputs.json" in msg
+    assert f"MAGNUM_SHARED_DATA={tmp_path / 'env'}" in msg
+    assert "stanford-futuredata/gavel" in msg and "MANIFEST.tsv" in msg
+
+
+def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
+    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(traces, "_CHECKOUT", tmp_path / "x" / "repo")
+    with pytest.raises(FileNotFoundError) as e:
+        load_gavel_throughputs()
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert str(work / "shared" / "data") in msg and "every parent folder" in msg
+    assert str(tmp_path / "x" / "shared" / "data") in msg  # beside the (fake) source checkout
     assert "stanford-futuredata/gavel" in msg and "MAGNUM_SHARED_DATA" in msg
+
+
+def _fake_shared(root):
+    (root / "shared" / "data" / "philly").mkdir(parents=True)
+    write(root / "shared" / "data" / "philly", "philly_jobs.csv",
+          PHILLY_HEADER + "2017-10-09 07:00:00,5,1,5,a\n")
+    return root / "shared" / "data" / "philly" / "philly_jobs.csv"
+
+
+def test_found_beside_an_ancestor_of_the_current_directory(tmp_path, monkeypatch):
+    # an installed wheel run from anywhere inside a checkout's parent finds ../shared/data
+    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    monkeypatch.setattr(traces, "_CHECKOUT", None)
+    expected = _fake_shared(tmp_path)
+    deep = tmp_path / "checkout" / "notebooks" / "x"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert trace_path("philly/philly_jobs.csv") == expected
+    assert len(load_philly()) == 1
+    (tmp_path / "shared" / "data" / "MANIFEST.tsv").write_text("file\n")
+    assert traces.shared_data_dir() == tmp_path / "shared" / "data"
+
+
+def test_found_beside_the_source_checkout_last(tmp_path, monkeypatch):
+    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    expected = _fake_shared(tmp_path)
+    elsewhere = tmp_path.parent / (tmp_path.name + "_cwd")
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(traces, "_CHECKOUT", tmp_path / "checkout")
+    assert trace_path("philly/philly_jobs.csv") == expected
+    monkeypatch.setattr(traces, "_CHECKOUT", None)  # an installed wheel: no checkout
+    with pytest.raises(FileNotFoundError, match="philly/philly_jobs.csv not found"):
+        trace_path("philly/philly_jobs.csv")
+
+
+def test_hetero_without_traces_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    from magnum_lib.cli import main
+
+    monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path))
+    assert main(["hetero", "--trace", "gavel"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("faux-magnum hetero: error: trace file gavel/simulation_throughputs.json not found")
+    assert "stanford-futuredata/gavel" in err

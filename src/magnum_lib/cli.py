@@ -12,31 +12,54 @@ import importlib
 import pkgutil
 import sys
 
-from magnum_lib import __version__, backend, commands
+from magnum_lib import __version__, _backend, commands
 from magnum_lib.commands._common import EXIT_USAGE, PROG, UsageError, flag_name, Parser
 from magnum_lib.engine.errors import ParameterError
 
 
+def command_names() -> list[str]:
+    """The subcommand module names in :mod:`magnum_lib.commands`, sorted."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
 def command_modules():
     """The subcommand modules in :mod:`magnum_lib.commands`, sorted by name."""
-    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
-    return [importlib.import_module(f"magnum_lib.commands.{name}") for name in names]
+    return [importlib.import_module(f"magnum_lib.commands.{name}") for name in command_names()]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``faux-magnum`` argument parser with every subcommand."""
+def _module_of(word: str):
+    """The module of command ``word`` (module ``gossip_live`` is command ``gossip-live``), or None."""
+    name = word.replace("-", "_")
+    if word.startswith("-") or name.startswith("_") or name not in command_names():
+        return None
+    return importlib.import_module(f"magnum_lib.commands.{name}")
+
+
+class _Version(argparse.Action):
+    # Like argparse's "version" action, but the backend is looked up only when asked.
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{PROG} {__version__} ({_backend.describe()})")
+        parser.exit()
+
+
+def build_parser(modules=None) -> argparse.ArgumentParser:
+    """The ``faux-magnum`` argument parser with every subcommand (or only ``modules``'s)."""
     parser = Parser(prog=PROG, description="Faux-MAGNUM teaching kit command line.")
-    parser.add_argument("--version", action="version",
-                        version=f"{PROG} {__version__} (backend: {backend()})")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version, the backend and where the package is, and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in command_modules():
+    for module in command_modules() if modules is None else modules:
         module.add(subparsers)
     return parser
 
 
 def main(argv=None) -> int:
     """Run ``faux-magnum`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # A command named first needs only its own parser: importing and building all of
+    # them costs more than a small run itself (--help and errors still list every one).
+    module = _module_of(argv[0]) if argv else None
+    parser = build_parser(None if module is None else [module])
     try:
         args = parser.parse_args(argv)
         if args.command is None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 import sys
 
-from magnum_lib.commands._common import PROG, int_value
+from magnum_lib.commands._common import EXIT_USAGE, PROG, int_value
 from magnum_lib.engine.errors import ParameterError
 
 _DEFAULT_CLUSTER = {"gavel": "v100:16,p100:16,k80:16", "roofline": "h100:8,mi300x:8,mtia_v2:32"}
-EXIT_NO_DATA = 1
 
 
 def add(subparsers) -> None:
@@ -47,7 +46,7 @@ def _run_hetero(args) -> int:
             gavel = load_gavel_throughputs(args.trace_file)
         except (FileNotFoundError, ValueError) as exc:
             print(f"{PROG} hetero: error: {exc}", file=sys.stderr)
-            return EXIT_NO_DATA
+            return EXIT_USAGE  # one line naming the file and where to get it
         tm = gavel_matrix(jobs, seed, types=tuple(counts), gavel=gavel)
     else:
         tm = roofline_matrix(jobs, seed, types=tuple(counts))

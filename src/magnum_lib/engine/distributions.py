@@ -10,18 +10,26 @@ import math
 import numpy as np
 
 NS_PER_S = 1_000_000_000
+_INT64_LIMIT = 2.0**63  # float64 values strictly inside (-2^63, 2^63) convert exactly
 SERVICE_KINDS = ("exp", "det", "lognormal")
 
 
-def to_ns(seconds) -> np.ndarray:
+def to_ns(seconds, *, overwrite: bool = False) -> np.ndarray:
     """Seconds (float, scalar or array) -> int64 nanoseconds, rounded to the nearest ns.
 
     The one seconds-to-engine-time conversion of the package (time is int64 ns inside).
+    ``overwrite=True`` lets a float64 array ``seconds`` be used as scratch space (its
+    contents are then garbage): one temporary array fewer for a caller that drops it.
     """
-    s = np.asarray(seconds, dtype=np.float64)
-    if not np.all(np.isfinite(s)):
-        raise ValueError("to_ns: times must be finite")
-    return np.rint(s * NS_PER_S).astype(np.int64)
+    scratch = seconds if overwrite and isinstance(seconds, np.ndarray) and seconds.dtype == np.float64 \
+        and seconds.flags.writeable and seconds.ndim else None
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow becomes inf: refused below
+        ns = np.multiply(seconds, NS_PER_S, dtype=np.float64, out=scratch)
+    # min/max, not isfinite: two fast passes, no boolean temporary; NaN fails both tests.
+    if ns.size and not (-_INT64_LIMIT < ns.min() and ns.max() < _INT64_LIMIT):
+        raise ValueError("to_ns: times must be finite and within the int64 nanosecond range "
+                         "(about +-292 years)")
+    return np.rint(ns, out=ns).astype(np.int64) if ns.ndim else np.int64(np.rint(ns))
 
 
 def exponential(rng: np.random.Generator, rate: float, size: int) -> np.ndarray:

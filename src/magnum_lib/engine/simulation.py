@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+from numpy.random import default_rng  # here, not at first use: wall_s times the run, not imports
 
 from magnum_lib._backend import backend as active_backend
 from magnum_lib.engine import distributions, metrics
@@ -33,7 +35,9 @@ def kernel(name: str | None = None):
 class QueueResult:
     """Summary of one queue run. Times are in seconds.
 
-    ``wait`` and ``time_in_system`` hold one read-only entry per job, in arrival order.
+    ``wait`` and ``time_in_system`` hold one read-only entry per job, in arrival order
+    (seconds, converted from the kernel's int64 ns on first use: a run that only needs
+    the summary, as ``faux-magnum queue`` does, skips two array passes).
     """
 
     servers: int
@@ -56,8 +60,18 @@ class QueueResult:
     mean_in_system: float  # L, time-average number of jobs in system
     littles_law_error: float  # |L - lambda_hat W| / L, lambda_hat = jobs / makespan
     makespan: float  # time of the last departure
-    wait: np.ndarray = field(repr=False)
-    time_in_system: np.ndarray = field(repr=False)
+    wait_ns: np.ndarray = field(repr=False)  # per job, int64 ns (read-only)
+    time_in_system_ns: np.ndarray = field(repr=False)
+
+    @cached_property
+    def wait(self) -> np.ndarray:
+        """Per-job wait in seconds (read-only)."""
+        return _seconds(self.wait_ns)
+
+    @cached_property
+    def time_in_system(self) -> np.ndarray:
+        """Per-job time in system (wait + service) in seconds (read-only)."""
+        return _seconds(self.time_in_system_ns)
 
     @property
     def load(self) -> float:
@@ -71,6 +85,12 @@ class QueueResult:
 
 JSON_KEYS = ("wait_mean", "time_in_system_mean", "p_wait", "utilization", "p50", "p95",
              "p99", "jobs", "events", "wall_s", "backend")
+
+
+def _seconds(values_ns: np.ndarray) -> np.ndarray:
+    out = values_ns / metrics.NS_PER_S
+    out.flags.writeable = False
+    return out
 
 
 def validate_queue(servers, arrival_rate, service_rate, service, cv, jobs, seed) -> tuple:
@@ -131,15 +151,17 @@ def simulate_queue(servers: int, arrival_rate: float, service_rate: float, servi
     run_kernel = kernel(name).simulate_fifo  # import before the clock starts
 
     start = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    rng = default_rng(seed)
     interarrival_s = distributions.exponential(rng, arrival_rate, jobs)
     service_s = distributions.service_times(rng, service, 1.0 / service_rate, cv, jobs)
     horizon_ns = (interarrival_s.sum() + service_s.sum()) * distributions.NS_PER_S
-    if horizon_ns >= MAX_HORIZON_NS:  # the makespan is at most this sum
+    if not horizon_ns < MAX_HORIZON_NS:  # the makespan is at most this sum (NaN fails too)
         raise ParameterError(
             "jobs", f"= {jobs} at these rates spans about {horizon_ns / 1e9:.3g} s, beyond the "
             f"int64-nanosecond clock (< {MAX_HORIZON_NS / 1e9:.3g} s); use fewer jobs or higher rates")
-    out = run_kernel(distributions.to_ns(interarrival_s), distributions.to_ns(service_s), servers)
+    # overwrite: the draws are ours and not kept, so they become the ns arrays in place
+    out = run_kernel(distributions.to_ns(interarrival_s, overwrite=True),
+                     distributions.to_ns(service_s, overwrite=True), servers)
     return summarize(out, servers=servers, arrival_rate=arrival_rate, service_rate=service_rate,
                      service=service, cv=cv, seed=seed, backend=name, started=start)
 
@@ -151,9 +173,7 @@ def summarize(out: dict, *, started: float, **params) -> QueueResult:
     tis_mean = metrics.mean_s(tis_ns)
     little = metrics.littles_law(out["area_ns"], out["makespan_ns"], jobs, tis_mean)
     p50, p95, p99 = metrics.percentiles_s(tis_ns)
-    wait = wait_ns / metrics.NS_PER_S
-    tis = tis_ns / metrics.NS_PER_S
-    wait.flags.writeable = tis.flags.writeable = False
+    wait_ns.flags.writeable = tis_ns.flags.writeable = False
     return QueueResult(
         jobs=jobs,
         events=int(out["events"]),
@@ -165,8 +185,8 @@ def summarize(out: dict, *, started: float, **params) -> QueueResult:
         mean_in_system=little.mean_in_system,
         littles_law_error=little.relative_error,
         makespan=out["makespan_ns"] / metrics.NS_PER_S,
-        wait=wait,
-        time_in_system=tis,
+        wait_ns=wait_ns,
+        time_in_system_ns=tis_ns,
         wall_s=time.perf_counter() - started,
         **params,
     )

@@ -1,10 +1,13 @@
 """Loaders for the real public traces (formats: ../shared/data/README.md).
 
 Where a file is looked for, in order: the ``path`` argument; else
-``$MAGNUM_SHARED_DATA/<relative path>``; else ``<repo>/../shared/data/<relative path>``.
-A missing file raises ``FileNotFoundError`` naming the places tried and the public
-source to download it from. A malformed row raises ``ValueError`` naming the file,
-the line and the column.
+``$MAGNUM_SHARED_DATA/<relative path>`` when that variable is set; else
+``<dir>/shared/data/<relative path>`` for the current directory and each of its parents
+(so ``shared/data`` beside a checkout is found from anywhere inside it); else beside the
+source checkout the package was imported from, if it was (an installed wheel has none).
+A missing file raises ``FileNotFoundError`` with a one-line message naming the file, the
+places tried and the public source to download it from. A malformed row raises
+``ValueError`` naming the file, the line and the column.
 """
 from __future__ import annotations
 
@@ -34,7 +37,16 @@ __all__ = [
 ]
 
 ENV_VAR = "MAGNUM_SHARED_DATA"
-_REPO = Path(__file__).resolve().parents[3]
+SHARED_SUBDIR = Path("shared", "data")
+
+
+def _source_checkout() -> Path | None:
+    """The repository root when the package runs from its source tree (src layout), else None."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "magnum_lib").is_dir() else None
+
+
+_CHECKOUT = _source_checkout()
 
 #: Where each file comes from (repository@commit:path), as in shared/data/MANIFEST.tsv.
 SOURCES = {
@@ -48,10 +60,22 @@ SOURCES = {
 }
 
 
-def shared_data_dir() -> Path:
-    """The shared data folder: ``$MAGNUM_SHARED_DATA`` if set, else ``<repo>/../shared/data``."""
+def _candidates() -> list[Path]:
+    """The shared data folders to try, in order (see the module docstring)."""
     env = os.environ.get(ENV_VAR, "").strip()
-    return Path(env) if env else _REPO.parent / "shared" / "data"
+    if env:
+        return [Path(env)]
+    cwd = Path.cwd()
+    found = [d / SHARED_SUBDIR for d in (cwd, *cwd.parents)]
+    if _CHECKOUT is not None:
+        found.append(_CHECKOUT.parent / SHARED_SUBDIR)
+    return list(dict.fromkeys(found))  # de-duplicated, order kept
+
+
+def shared_data_dir() -> Path:
+    """The shared data folder: the first candidate holding ``MANIFEST.tsv``, else the first tried."""
+    candidates = _candidates()
+    return next((d for d in candidates if (d / "MANIFEST.tsv").is_file()), candidates[0])
 
 
 def trace_path(relative: str, path=None) -> Path:
@@ -61,18 +85,28 @@ def trace_path(relative: str, path=None) -> Path:
         if not p.is_file():
             raise FileNotFoundError(f"trace file not found: {p}")
         return p
-    env = os.environ.get(ENV_VAR, "").strip()
-    tried = []
-    for base in ([Path(env)] if env else []) + [_REPO.parent / "shared" / "data"]:
+    candidates = _candidates()
+    for base in candidates:
         p = base / relative
         if p.is_file():
             return p
-        tried.append(str(p))
-    source = SOURCES.get(relative, "see shared/data/MANIFEST.tsv")
+    source = SOURCES.get(relative, "the source listed for it")
     raise FileNotFoundError(
-        f"trace {relative!r} not found; looked in: {'; '.join(tried)}. Pass path=..., or set "
-        f"{ENV_VAR} to the folder holding it. Public source: {source}"
+        f"trace file {relative} not found; looked in {_where(candidates)}; download it from "
+        f"{source} (shared/data/MANIFEST.tsv lists every file), or set {ENV_VAR} to the folder "
+        "holding it"
     )
+
+
+def _where(candidates: list[Path]) -> str:
+    """The folders tried, said briefly (the cwd walk is named by its first folder)."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return f"{ENV_VAR}={candidates[0]}"
+    text = f"{candidates[0]} and shared/data in every parent folder"
+    if _CHECKOUT is not None and candidates[-1] == _CHECKOUT.parent / SHARED_SUBDIR:
+        text += f", and {candidates[-1]} (beside the source checkout)"
+    return text
 
 
 # --------------------------------------------------------------------------- Philly

@@ -1,0 +1,261 @@
+"""Check a normal install: build the wheel, install it in a fresh venv, run the README.
+
+Steps (each prints one line; the first failure stops the run with exit 1):
+
+1. build the wheel with ``pip wheel --no-deps --no-build-isolation`` from a clean copy of
+   the checkout's files (as from a fresh clone; this interpreter must have setuptools,
+   Cython and numpy; the log goes to a file, shown on failure);
+2. check its file list: every data file under ``src/magnum_lib/data``, one compiled
+   module per ``_*.pyx``, no generated ``.c``;
+3. create a fresh venv and ``pip install`` the wheel (dependencies from PyPI, through
+   pip's cache);
+4. from the repository root, ``python -m magnum_lib --version`` must report the compiled
+   backend and the wheel's installed path (the source tree is not imported by accident);
+5. run every command of the README's "The command line" block (extracted from README.md,
+   so commands added there are covered) from a temporary directory outside the checkout,
+   with ``faux-magnum`` resolved in the fresh venv. A command fails if it exits non-zero
+   or prints a traceback. Commands whose README line says ``needs the public traces``
+   run twice: without the traces (they must exit 2 with one line naming the missing
+   file), then, when ``../shared/data`` exists beside the checkout (or above it, or
+   ``$MAGNUM_SHARED_DATA`` is set), with ``MAGNUM_SHARED_DATA`` pointing there (exit 0).
+
+Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300]
+(``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "magnum_lib"
+NEEDS_TRACES = "needs the public traces"
+SECTION = "## The command line"
+
+
+class CheckFailed(Exception):
+    """One line saying what failed."""
+
+
+def readme_commands(readme: Path = ROOT / "README.md") -> list[tuple[str, bool]]:
+    """``(command, needs_traces)`` for every line of the README's command-line block.
+
+    Backslash continuations are joined; ``# comments`` are dropped (after noting the
+    ``needs the public traces`` marker).
+    """
+    text = readme.read_text(encoding="utf-8")
+    start = text.find(SECTION)
+    if start < 0:
+        raise CheckFailed(f"{readme}: no {SECTION!r} section")
+    block = re.search(r"```(?:bash|sh|console)?\n(.*?)```", text[start:], re.S)
+    if block is None:
+        raise CheckFailed(f"{readme}: no code block under {SECTION!r}")
+    commands, pending = [], ""
+    for line in block.group(1).splitlines():
+        line = pending + line.strip()
+        pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1].rstrip() + " "
+            continue
+        if not line or line.startswith("#"):
+            continue
+        command = shlex.join(shlex.split(line, comments=True))
+        commands.append((command, NEEDS_TRACES in line))
+    if not commands:
+        raise CheckFailed(f"{readme}: the {SECTION!r} block holds no command")
+    return commands
+
+
+def wheel_problems(wheel: Path, package: Path = PACKAGE) -> list[str]:
+    """What the wheel lacks (data files, compiled modules) or should not carry (.c)."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    problems = []
+    for f in sorted((package / "data").rglob("*")):
+        rel = "magnum_lib/" + f.relative_to(package).as_posix()
+        if f.is_file() and rel not in names:
+            problems.append(f"missing data file {rel}")
+    for pyx in sorted(package.rglob("_*.pyx")):
+        stem = "magnum_lib/" + pyx.relative_to(package).with_suffix("").as_posix()
+        if not any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in names):
+            problems.append(f"no compiled module for {stem}.pyx")
+    problems += [f"generated C source shipped: {n}" for n in sorted(names) if n.endswith(".c")]
+    return problems
+
+
+def _run(cmd, log: Path, **kw) -> None:
+    with log.open("w") as out:
+        status = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, **kw).returncode
+    if status != 0:
+        raise CheckFailed(f"{shlex.join(map(str, cmd))} exited {status}; log:\n{log.read_text()[-4000:]}")
+
+
+def clean_copy(dest: Path) -> Path:
+    """The checkout's files (tracked, plus new ones not ignored) copied to ``dest``.
+
+    The wheel is built from this copy, as from a fresh clone: nothing stale from the
+    checkout's own ``build/`` or in-place extensions can slip into it.
+    """
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def build_wheel(out_dir: Path, logs: Path, source: Path) -> Path:
+    # A release build whatever this shell says (no MAGNUM_CYTHON_DEBUG, no MAGNUM_NO_EXTENSIONS).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAGNUM_") or k == "MAGNUM_BUILD_JOBS"}
+    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--no-deps",
+          "--no-build-isolation", "-w", str(out_dir), str(source)], logs / "wheel.log", cwd=source, env=env)
+    wheels = sorted(out_dir.glob("magnum_lib-*.whl"))
+    if len(wheels) != 1:
+        raise CheckFailed(f"expected one magnum_lib wheel in {out_dir}, found {len(wheels)}")
+    return wheels[0]
+
+
+def install(wheel: Path, venv: Path, logs: Path) -> Path:
+    if not (venv / "bin" / "python").exists():
+        _run([sys.executable, "-m", "venv", str(venv)], logs / "venv.log")
+    python = venv / "bin" / "python"
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", "--force-reinstall",
+          "--no-deps", str(wheel)], logs / "install-wheel.log")
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", str(wheel)],
+         logs / "install-deps.log")  # the dependencies, from PyPI or pip's cache
+    return python
+
+
+def clean_env(venv: Path, home: Path, shared: Path | None = None) -> dict:
+    """The environment of a person who just installed the wheel: no PYTHONPATH, no MAGNUM_*."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MAGNUM_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(home)
+    env["MPLCONFIGDIR"] = str(home / "mpl")
+    if shared is not None:
+        env["MAGNUM_SHARED_DATA"] = str(shared)
+    return env
+
+
+def check_not_shadowed(python: Path, venv: Path, env: dict) -> str:
+    """From the repository root, the installed wheel (compiled) is what Python imports."""
+    out = subprocess.run([python, "-m", "magnum_lib", "--version"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    line = out.stdout.strip()
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+    expected = str(Path(site, "magnum_lib"))
+    if out.returncode != 0 or "backend: compiled" not in line or expected not in line:
+        raise CheckFailed(f"from {ROOT}, `python -m magnum_lib --version` printed {line!r} "
+                          f"(stderr {out.stderr.strip()[-300:]!r}); expected the compiled backend at {expected}")
+    return line
+
+
+def run_command(command: str, cwd: Path, env: dict, timeout: float):
+    """``(exit status, stdout, stderr, seconds)``; a timeout counts as status -1."""
+    start = time.perf_counter()
+    try:
+        out = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=timeout)
+        status, stdout, stderr = out.returncode, out.stdout, out.stderr
+    except subprocess.TimeoutExpired as exc:
+        status, stdout, stderr = -1, str(exc.stdout or ""), f"timed out after {timeout:g} s"
+    return status, stdout, stderr, time.perf_counter() - start
+
+
+def judge(status: int, stdout: str, stderr: str, expected: int) -> str | None:
+    """What is wrong with one command's run (None: nothing). Exit 2 must be one line."""
+    if "Traceback (most recent call last)" in stdout + stderr:
+        return "printed a traceback"
+    if status != expected:
+        return f"exited {status}, expected {expected}"
+    lines = len(stderr.strip().splitlines())
+    if expected == 2 and lines != 1:
+        return f"printed {lines} lines on stderr, expected one"
+    return None
+
+
+def shared_data() -> Path | None:
+    """The public traces for the checkout: ``$MAGNUM_SHARED_DATA``, else ``shared/data``
+    in the checkout's parent (or a folder above it); None when absent."""
+    env = os.environ.get("MAGNUM_SHARED_DATA", "").strip()
+    candidates = [Path(env)] if env else [d / "shared" / "data" for d in ROOT.parents]
+    return next((c for c in candidates if (c / "MANIFEST.tsv").is_file()), None)
+
+
+def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
+    """Run the README commands; return one line per failure (and print one per command)."""
+    home = work / "home"
+    home.mkdir(exist_ok=True)
+    shared = shared_data()
+    failures = []
+    for command, needs_traces in readme_commands():
+        runs = [("no traces", None, 2)] if needs_traces else [("", None, 0)]
+        if needs_traces and shared is not None:
+            runs.append((f"traces {shared}", shared, 0))
+        for label, data, expected in runs:
+            status, stdout, stderr, seconds = run_command(command, work, clean_env(venv, home, data), timeout)
+            problem = judge(status, stdout, stderr, expected)
+            tag = f" [{label}]" if label else ""
+            print(f"  {'FAIL' if problem else 'ok  '} {seconds:6.1f} s  {command}{tag}", flush=True)
+            if problem:
+                tail = (stderr.strip() or stdout.strip())[-1500:]
+                failures.append(f"{command}{tag}: {problem}\n{tail}")
+    return failures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", type=Path, help="venv to use (created if missing; default: a fresh temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (printed)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per README command (default: 300)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="magnum-wheel-check-"))
+    logs, work = tmp / "logs", tmp / "work"
+    logs.mkdir()
+    work.mkdir()
+    venv = args.venv.resolve() if args.venv else tmp / "venv"
+    try:
+        wheel = build_wheel(tmp / "dist", logs, clean_copy(tmp / "source"))
+        print(f"wheel-check: built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)", flush=True)
+        problems = wheel_problems(wheel)
+        if problems:
+            raise CheckFailed("the wheel is incomplete: " + "; ".join(problems))
+        print("wheel-check: the wheel holds every data file and compiled module, no .c", flush=True)
+        python = install(wheel, venv, logs)
+        print(f"wheel-check: installed in {venv}", flush=True)
+        line = check_not_shadowed(python, venv, clean_env(venv, work / "home"))
+        print(f"wheel-check: from the repository root: {line}", flush=True)
+        print(f"wheel-check: README commands, run in {work}:", flush=True)
+        failures = check_commands(venv, work, args.timeout)
+        if failures:
+            raise CheckFailed(f"{len(failures)} README command(s) failed:\n" + "\n".join(failures))
+    except CheckFailed as exc:
+        print(f"wheel-check: FAILED: {exc}", file=sys.stderr)
+        if not args.keep:  # keep the logs, not the half-gigabyte venv and source copy
+            for part in ("venv", "source", "dist", "work"):
+                shutil.rmtree(tmp / part, ignore_errors=True)
+        print(f"wheel-check: logs kept in {logs}", file=sys.stderr)
+        return 1
+    print(f"wheel-check: ok in {time.perf_counter() - started:.0f} s")
+    if args.keep:
+        print(f"wheel-check: kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
