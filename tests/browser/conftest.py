@@ -41,10 +41,8 @@ USER_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
         {"windowingMode": "none", "autoStartDefaultKernel": True},
 }
-OVERRIDES = {
-    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none", "autoStartDefaultKernel": True},
-}
+# The same overrides `make lab` and Binder install (lab-settings/overrides.json).
+OVERRIDES = json.loads((ROOT / "lab-settings" / "overrides.json").read_text())
 
 
 def _free_port() -> int:
