@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from magnum_lib.commands._common import EXIT_USAGE, PROG
+from magnum_lib.commands._common import EXIT_USAGE, NAME, PROG, InputFile, Text, one_line
 
 
 def add(subparsers) -> None:
@@ -13,8 +13,11 @@ def add(subparsers) -> None:
         description="Read a static dataflow manifest (YAML: job.id, gpu_type, graph of "
                     "layer/runtime/memory/interconnect, pre_reserve), validate it, and print the "
                     "pre-reservation timeline. An invalid manifest exits 2 with one line per problem.")
-    p.add_argument("manifest", metavar="MANIFEST.yaml", help="the manifest file")
+    # Checked with os.stat before it is opened: a FIFO or a directory is refused, never read.
+    p.add_argument("manifest", metavar="MANIFEST.yaml", type=InputFile("YAML manifest", 2**20),
+                   help="the manifest file")
     p.add_argument("--device", default=None, metavar="TYPE",
+                   type=Text(NAME, "a device type such as mtia_v2 or h100", example="h100"),
                    help="reserve on this device type instead of the manifest's gpu_type (e.g. mtia_v2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_reserve)
@@ -30,8 +33,8 @@ def _run_reserve(args) -> int:
     except ManifestError as exc:
         for problem in exc.problems:
             # The override is a flag here, so name it as one.
-            print(problem.replace("device: ", "--device: ", 1) if problem.startswith("device: ") else problem,
-                  file=sys.stderr)
+            line = problem.replace("device: ", "--device: ", 1) if problem.startswith("device: ") else problem
+            print(one_line(line), file=sys.stderr)
         return EXIT_USAGE
     result = reserve(manifest, device=args.device)
     if args.json:

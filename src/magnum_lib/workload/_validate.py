@@ -8,6 +8,12 @@ import numpy as np
 
 from magnum_lib.engine.distributions import to_ns  # the package-wide conversion (re-exported)
 
+#: The longest time a workload or trace may state, seconds (about 31.7 years): a submit
+#: time plus a duration then stays far inside int64 nanoseconds (9.2e9 s).
+MAX_SECONDS = 10**9
+#: The most GPUs one job or node may ask for or hold (the largest public traces: 128 and 8).
+MAX_GPUS = 65_536
+
 
 def rng_from(seed) -> np.random.Generator:
     """A ``numpy.random.Generator`` from an int seed, ``None`` or a Generator."""
