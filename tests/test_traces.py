@@ -13,7 +13,7 @@ from magnum_lib.workload import (
     load_philly,
     trace_path,
 )
-from magnum_lib.workload import traces
+from magnum_lib.workload import Workload, traces
 
 PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 
@@ -189,3 +189,55 @@ def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
     msg = str(e.value)
     assert str(tmp_path / "env") in msg and str(tmp_path / "shared" / "data") in msg
     assert "stanford-futuredata/gavel" in msg and "MAGNUM_SHARED_DATA" in msg
+
+
+# -- rows that parse but cannot be physical (issue 10 s3): refused with file, line and column ----------
+
+@pytest.mark.parametrize("body,col,what", [
+    ("2017-10-09 07:01:55,1e308,1,66.0,a\n", 2, "duration"),          # 3e300 years
+    ("2017-10-09 07:01:55,66.0,9200000000000000000,66.0,a\n", 3, "num_gpus"),
+    ("2017-10-09 07:01:55,66.0,99999999999999999999999,66.0,a\n", 3, "num_gpus"),  # past int64
+    ("2017-10-09 07:01:55,66.0,1,1e300,a\n", 4, "gpu_time"),
+])
+def test_philly_unphysical_rows(tmp_path, body, col, what):
+    p = write(tmp_path, "philly_big.csv", PHILLY_HEADER + body)
+    with pytest.raises(ValueError, match=rf"philly_big\.csv: line 2, column {col} \('{what}'\)") as info:
+        load_philly(p)
+    assert len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize("row,col,what", [
+    ("pod-1,12000,16384,1,500,,LS,Running,100,50,\n", 10, "deletion_time"),    # deleted before created
+    ("pod-1,12000,16384,1,500,,LS,Running,100,200,50\n", 11, "scheduled_time"),  # scheduled before created
+    ("pod-1,12000,16384,9200000000000000000,500,,LS,Running,0,100,\n", 4, "num_gpu"),
+    ("pod-1,12000,16384,1,500,,LS,Running,0,1e308,\n", 10, "deletion_time"),
+    ("pod-1,12000,9200000000000000000,1,500,,LS,Running,0,100,\n", 3, "memory_mib"),
+])
+def test_alibaba_unphysical_rows(tmp_path, row, col, what):
+    head = ",".join(traces._POD_COLS) + "\n"
+    p = write(tmp_path, "pods.csv", head + "pod-0,12000,16384,1,1000,,LS,Running,0,100,0\n" + row)
+    with pytest.raises(ValueError, match=rf"pods\.csv: line 3, column {col} \('{what}'\)"):
+        load_alibaba_pods(p)
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ("{\"k80\": {}}".encode("utf-16"), "not UTF-8"),
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (json.dumps({"k80": {"('m', 1)": {"null": 1e308}}}).encode(), r"throughput >= 0 and <= 1e\+06"),
+    (json.dumps({"k80": {"('m', 9200000000000000000)": {"null": 1.0}}}).encode(), "num_gpus"),
+    (json.dumps({"k80": {"(" * 50_000 + ")" * 50_000: {"null": 1.0}}}).encode(), "is not"),
+])
+def test_gavel_hostile_files(tmp_path, content, match):
+    p = tmp_path / "g.json"
+    p.write_bytes(content)
+    with pytest.raises(ValueError, match=match) as info:
+        load_gavel_throughputs(p)
+    assert len(str(info.value)) < 400
+
+
+def test_workload_refuses_times_past_int64_nanoseconds():
+    with pytest.raises(ValueError, match="duration_s must be <="):
+        Workload([0.0], [1e308])
+    with pytest.raises(ValueError, match="num_gpus must be"):
+        Workload([0.0], [1.0], num_gpus=2**62)
