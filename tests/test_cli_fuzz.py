@@ -46,7 +46,7 @@ NOT_UTF8 = "\udcff\udcfeabc"  # what Python makes of non-UTF-8 argv bytes (surro
 COMMON = ["", "   ", BIG, NOT_UTF8, "a\nb"]
 NUMERIC = COMMON + ["1e30", HUGE_INT, "-1e30", "-" + HUGE_INT, "1e308", "1e309", "1e-320", "-1e-320",
                     "nan", "NaN", "inf", "-inf", "abc", "9" * 5000, "0x10", "1e30s", "1e30GB", "1e-320s",
-                    "nans", "infs", "-1s", "-1GB", "1e30h"]
+                    "nans", "infs", "-1s", "-1GB", "1e30h", "9" * 100_000 + "GB"]
 EDGE = ["-0", "-0.0"]  # zero: must be clean (accepted as 0, or refused in one line)
 TEXT = COMMON + ["\x01\x02", "-", "a" * 300]
 CHOICE = COMMON + ["bogus"]

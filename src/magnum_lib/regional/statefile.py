@@ -349,7 +349,7 @@ class RegionState:
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
             raise StateFileError(f"not a {SCHEMA} document")
         if doc.get("version") != SCHEMA_VERSION:
-            raise StateFileError(f"schema version {doc.get('version')!r} is not supported (this is version "
+            raise StateFileError(f"schema version {excerpt(doc.get('version'))} is not supported (this is version "
                                  f"{SCHEMA_VERSION})")
         expected = {"schema", "version", "region", "next_seq", "counters", "nodes", "leases"}
         if set(doc) != expected:

@@ -104,7 +104,7 @@ def read_columns(path: Path, header: list[str]) -> Columns:
             raise ValueError(f"{path}: line 1: file is empty, expected header {','.join(header)}")
         if [h.strip() for h in first] != header:
             raise ValueError(
-                f"{path}: line 1: expected header {','.join(header)!r}, got {','.join(first)!r}"
+                f"{path}: line 1: expected header {','.join(header)!r}, got {excerpt(','.join(first))}"
             )
         ncol = len(header)
         rows, lines = [], []
@@ -114,7 +114,7 @@ def read_columns(path: Path, header: list[str]) -> Columns:
             if len(row) != ncol:
                 raise ValueError(
                     f"{path}: line {reader.line_num}: expected {ncol} fields ({','.join(header)}), "
-                    f"got {len(row)}: {row!r}"
+                    f"got {len(row)}: {excerpt(row)}"
                 )
             rows.append(row)
             lines.append(reader.line_num)

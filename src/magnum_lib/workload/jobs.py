@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from magnum_lib._resources import data_path
+from magnum_lib.engine.errors import excerpt
 from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload._validate import rng_from, to_ns
@@ -145,7 +146,7 @@ class Workload:
 def _gpu_array(num_gpus, n: int) -> np.ndarray:
     if isinstance(num_gpus, numbers.Integral) and not isinstance(num_gpus, bool):
         if not 1 <= num_gpus <= MAX_GPUS:
-            raise ValueError(f"num_gpus must be in [1, {MAX_GPUS:,}], got {num_gpus!r}")
+            raise ValueError(f"num_gpus must be in [1, {MAX_GPUS:,}], got {excerpt(num_gpus)}")
         return np.full(n, int(num_gpus), dtype=np.int64)
     arr = np.asarray(num_gpus)
     if arr.dtype.kind not in "iu":
@@ -169,7 +170,7 @@ def _draw_gpus(gpus, n: int, rng: np.random.Generator) -> np.ndarray:
     counts = list(gpus)
     for k in counts:
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise ValueError(f"gpus mix keys must be integers >= 1 (GPUs per job), got {k!r}")
+            raise ValueError(f"gpus mix keys must be integers >= 1 (GPUs per job), got {excerpt(k)}")
     w = np.array([gpus[k] for k in counts], dtype=np.float64)
     if not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
         raise ValueError(f"gpus mix weights must be finite, >= 0 and not all 0, got {list(w)}")
