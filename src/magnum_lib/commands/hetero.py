@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from magnum_lib.commands._common import PROG, SEED, InputFile, Int, Text, int_value
+from magnum_lib.commands._common import PROG, SEED, InputFile, Int, Text, int_value, one_line
 from magnum_lib.engine.errors import ParameterError
 
 _DEFAULT_CLUSTER = {"gavel": "v100:16,p100:16,k80:16", "roofline": "h100:8,mi300x:8,mtia_v2:32"}
@@ -56,7 +56,7 @@ def _run_hetero(args) -> int:
         except (FileNotFoundError, ValueError) as exc:
             if args.trace_file is not None:  # the file the user named is bad input
                 raise ParameterError("trace_file", str(exc)) from None
-            print(f"{PROG} hetero: error: {exc}", file=sys.stderr)
+            print(one_line(f"{PROG} hetero: error: {exc}"), file=sys.stderr)
             return EXIT_NO_DATA
         tm = gavel_matrix(jobs, seed, types=tuple(counts), gavel=gavel)
     else:
