@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,9 @@ COMMON = ["", "   ", BIG, NOT_UTF8, "a\nb"]
 NUMERIC = COMMON + ["1e30", HUGE_INT, "-1e30", "-" + HUGE_INT, "1e308", "1e309", "1e-320", "-1e-320",
                     "nan", "NaN", "inf", "-inf", "abc", "9" * 5000, "0x10", "1e30s", "1e30GB", "1e-320s",
                     "nans", "infs", "-1s", "-1GB", "1e30h", "9" * 100_000 + "GB"]
-EDGE = ["-0", "-0.0"]  # zero: must be clean (accepted as 0, or refused in one line)
+# Zero and tiny-but-normal numbers: must be clean (accepted, or refused in one line); a numpy
+# overflow warning or a NaN cast on the way is a finding.
+EDGE = ["-0", "-0.0", "1e-300", "1e-9"]
 TEXT = COMMON + ["\x01\x02", "-", "a" * 300]
 CHOICE = COMMON + ["bogus"]
 PATH_INPUT = COMMON + ["@DIR", "@LINK_DIR", "@FIFO", "@LINK_FIFO", "@MISSING", "@LATIN1", "@UTF16",
@@ -156,7 +159,7 @@ def cases() -> list[Case]:
             values += [v for v in getattr(action.type, "bad_values", lambda: [])() if v not in values]
             for i, value in enumerate(values):
                 out.append(Case(f"{name} {label} {_short(value)}#{i}", tuple(with_value(base, action, value))))
-            if kind in ("int", "float"):
+            if kind in ("int", "float", "duration"):
                 for value in EDGE:
                     out.append(Case(f"{name} {label} {value}", tuple(with_value(base, action, value)), edge=True))
     return out
@@ -250,8 +253,8 @@ class Outcome:
             return "hang"
         if self.error is not None:
             return "traceback"
-        if self.code == 0:
-            return "accepted"
+        if self.code == 0:  # accepted; a warning on stderr (an overflow, a NaN cast) is not clean
+            return "accepted" if self.err == "" else "unclean"
         lines = self.err.splitlines()
         if (self.code == 2 and len(lines) == 1 and len(lines[0]) <= MAX_LINE and self.out == ""
                 and "Traceback" not in self.err):
@@ -271,7 +274,8 @@ def run_main(argv) -> Outcome:
     # If a call hangs inside compiled code the alarm cannot interrupt it: dump and exit.
     faulthandler.dump_traceback_later(4 * TIME_LIMIT_S, exit=True)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("always")  # every call shows its warnings, not only the first
             code = cli.main(list(argv))
         return Outcome(code, out.getvalue(), err.getvalue())
     except Hang:

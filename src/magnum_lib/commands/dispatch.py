@@ -16,8 +16,8 @@ def add(subparsers) -> None:
     p.add_argument("--choices", required=True, metavar="D", type=Int(1, 10**6),
                    help="queues sampled per job (per task with --tasks), D <= N; "
                         "D = 1 is random placement")
-    p.add_argument("--load", required=True, metavar="L", type=Float(0, 1, lo_open=True, hi_open=True),
-                   help="arrival rate per server")
+    p.add_argument("--load", required=True, metavar="L", type=Float(1e-3, 1, hi_open=True),
+                   help="arrival rate per server (a lower load leaves the servers idle)")
     p.add_argument("--jobs", default="200000", metavar="J", type=Int(1, 10**7),
                    help="jobs to simulate (default: 200000)")
     p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
@@ -27,7 +27,7 @@ def add(subparsers) -> None:
                         "sampling of D x M servers for a job of M tasks")
     p.add_argument("--tasks", default="1", metavar="M", type=Int(1, 1000),
                    help="tasks per job, each served separately (default: 1)")
-    p.add_argument("--refresh", default="1.0", metavar="T", type=Float(0, 3600, lo_open=True, unit="s"),
+    p.add_argument("--refresh", default="1.0", metavar="T", type=Float(1e-6, 3600, unit="s"),
                    help="seconds between refreshes of the stale view (least_loaded_stale; default: 1)")
     p.add_argument("--warmup", default="0.2", metavar="F", type=Float(0, 1, hi_open=True),
                    help="fraction of the first jobs discarded as warm-up (default: 0.2)")

@@ -55,7 +55,7 @@ def add(subparsers) -> None:
                    help="latency distribution")
     p.add_argument("--mean", default="10ms", metavar="D", type=Duration(1000, _HOUR_NS),
                    help="mean latency, a duration such as 10ms or seconds (default: 10ms)")
-    p.add_argument("--sigma", default="1.0", metavar="S", type=Float(0, 10, lo_open=True),
+    p.add_argument("--sigma", default="1.0", metavar="S", type=Float(0.01, 10),
                    help="lognormal shape (default: 1)")
     p.add_argument("--alpha", default="2.0", metavar="A", type=Float(1, 1000, lo_open=True),
                    help="Pareto tail index; > 1 so that the mean is finite (default: 2)")
@@ -69,7 +69,7 @@ def add(subparsers) -> None:
                    help="time for a cancellation to reach the loser, e.g. 1ms (default: 0)")
     pool = p.add_argument_group("pool model (copies add load; percentiles of the unhedged "
                                 "response time)")
-    pool.add_argument("--load", metavar="L", type=Float(0, 1, lo_open=True, hi_open=True),
+    pool.add_argument("--load", metavar="L", type=Float(1e-3, 1, hi_open=True),
                       help="offered load per server: turns it on")
     pool.add_argument("--servers", metavar="N", type=Int(2, 10_000), help="servers in the pool (default: 10)")
     pool.add_argument("--cancel", choices=["all", "queued", "none"],

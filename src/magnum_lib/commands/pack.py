@@ -25,7 +25,7 @@ def add(subparsers) -> None:
                    help="lognormal sigma of layer runtimes, median 500us (default: 0.5)")
     p.add_argument("--memory-pressure", default="0.1", metavar="F", type=Float(0, 1, lo_open=True),
                    help="mean reservation per job as a fraction of device memory (default: 0.1)")
-    p.add_argument("--load", default=None, metavar="RHO", type=Float(0, 10, lo_open=True),
+    p.add_argument("--load", default=None, metavar="RHO", type=Float(1e-3, 10),
                    help="Poisson arrivals offering this compute load (default: all jobs at t=0)")
     p.add_argument("--window", default="8", metavar="W", type=Int(1, 1000),
                    help="waiting jobs examined per admission (default: 8)")

@@ -14,9 +14,9 @@ def add(subparsers) -> None:
         description="Simulate a first-come-first-served queue with Poisson arrivals and "
                     "C identical servers; print waiting and response-time statistics.")
     p.add_argument("--servers", required=True, metavar="C", type=Int(1, 100_000), help="number of servers")
-    p.add_argument("--arrival-rate", required=True, metavar="L", type=Float(0, 1e8, lo_open=True, unit="/s"),
+    p.add_argument("--arrival-rate", required=True, metavar="L", type=Float(1e-6, 1e8, unit="/s"),
                    help="arrivals per second")
-    p.add_argument("--service-rate", required=True, metavar="MU", type=Float(0, 1e8, lo_open=True, unit="/s"),
+    p.add_argument("--service-rate", required=True, metavar="MU", type=Float(1e-6, 1e8, unit="/s"),
                    help="services per second per server (load L/(C*MU) must be < 1)")
     p.add_argument("--service", default="exp", choices=["exp", "det", "lognormal"],
                    help="service-time distribution (default: exp)")
