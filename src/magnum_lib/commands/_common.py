@@ -348,13 +348,14 @@ class InputFile(FlagType):
     """An existing regular file of at most ``max_bytes`` (a symlink to one is fine); returns the text.
 
     Checked with ``os.stat`` only, so a FIFO or a device is refused without being opened
-    (opening a FIFO would block).
+    (opening a FIFO would block). ``pass_missing``: a name that is no file is handed on as
+    it is (for a loader that also takes short names, e.g. a shipped manifest's).
     """
 
     kind = "path"
 
-    def __init__(self, what: str, max_bytes: int):
-        self.what, self.max_bytes = what, max_bytes
+    def __init__(self, what: str, max_bytes: int, *, pass_missing: bool = False):
+        self.what, self.max_bytes, self.pass_missing = what, max_bytes, pass_missing
 
     def parse(self, text):
         if len(text) > _MAX_PATH or not text.isprintable():
@@ -376,6 +377,8 @@ class InputFile(FlagType):
         return text
 
     def missing(self, text):
+        if self.pass_missing:
+            return text
         raise _refuse(f"no such file: {_path(text)}")
 
     def describe(self):

@@ -14,7 +14,8 @@ def add(subparsers) -> None:
                     "layer/runtime/memory/interconnect, pre_reserve), validate it, and print the "
                     "pre-reservation timeline. An invalid manifest exits 2 with one line per problem.")
     # Checked with os.stat before it is opened: a FIFO or a directory is refused, never read.
-    p.add_argument("manifest", metavar="MANIFEST.yaml", type=InputFile("YAML manifest", 2**20),
+    # A name that is no file goes to the loader as it is (it reports it, or knows it by name).
+    p.add_argument("manifest", metavar="MANIFEST.yaml", type=InputFile("YAML manifest", 2**20, pass_missing=True),
                    help="the manifest file")
     p.add_argument("--device", default=None, metavar="TYPE",
                    type=Text(NAME, "a device type such as mtia_v2 or h100", example="h100"),
