@@ -375,6 +375,35 @@ def test_subprocess_no_crash(case, files):
     assert len(lines) == 1 and len(lines[0]) <= MAX_LINE and "Traceback" not in proc.stderr, (case.id, proc.stderr[:600])
 
 
+ISSUE_EXAMPLES = [  # issue 10, section 3, verbatim; each must name its flag
+    (["plan", "--nodes", "1e30", "--jobs", "1"], "--nodes"),
+    (["contention", "--nodes", "1e30", "--concurrent", "1", "--slots", "1", "--policy", "random",
+      "--trials", "1", "--seed", "0"], "--nodes"),
+    (["pack", "--jobs", "1e30"], "--jobs"),
+    (["bench", "ring", "--items", "1e30"], "--items"),
+    (["hedge", "--dist", "exp", "--hedge-at", "p95", "--load", "1e-320"], "--load"),
+    (["contention", "--nodes", "10", "--concurrent", "1", "--slots", "1", "--policy", "random",
+      "--trials", "1e30", "--seed", "0"], "--trials"),
+    (["bench", "regional", "--repeats", "1e30"], "--repeats"),
+    (["lease", "--cluster", ".", "--list"], "--cluster"),
+    (["hedge", "--dist", "exp", "--hedge-at", "p95", "--load", "0.5", "--servers="], "--servers"),
+    (["hetero", "--cluster="], "--cluster"),
+    (["lease", "--job-id=j", "--gpu-type=h100", "--memory=1B"], "--memory"),
+    (["lease", "--job-id=j", "--gpu-type=h100", "--lease_timeout=1ns"], "--lease_timeout"),
+    (["lease", "--job-id=j", "--gpu-type=h100", "--count=8", "--count=1"], "--count"),
+    (["hedge", "--dist", "exp", "--hedge-at", "p95", "--mean", "1e30"], "--mean"),
+    (["gossip", "--nodes", "10", "--quorum", "1e-320"], "--quorum"),
+    (["queue", "--servers", "2", "--arrival-rate", "1", "--service-rate", "1", "--seed", "x" * 100_000], "--seed"),
+]
+
+
+@pytest.mark.parametrize("argv, flag", ISSUE_EXAMPLES, ids=[" ".join(a)[:60] for a, _ in ISSUE_EXAMPLES])
+def test_issue_examples(argv, flag, files):
+    outcome = run_main(argv)
+    assert outcome.verdict == "clean", (outcome.err, outcome.error)
+    assert outcome.err.startswith(f"faux-magnum {argv[0]}: error: {flag} ") and len(outcome.err) < 300, outcome.err
+
+
 def test_lease_lock_held_by_a_stopped_process_fails_in_one_line(files, tmp_path):
     """A stopped holder of the lock: a bounded wait, then one line naming the lock file."""
     state = tmp_path / "region.json"

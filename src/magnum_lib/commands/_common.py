@@ -85,6 +85,13 @@ class Parser(argparse.ArgumentParser):
         self._flags_seen = set()  # per parse: a flag may appear once
         return super().parse_known_args(args, namespace)
 
+    def parse_args(self, args=None, namespace=None):
+        args, extra = self.parse_known_args(args, namespace)
+        if extra:  # argparse would join them all, however long, into the message
+            shown = " ".join(excerpt(a, 40) for a in extra[:4]) + (f" (+{len(extra) - 4} more)" if len(extra) > 4 else "")
+            self.error(f"unrecognized arguments: {shown}")
+        return args
+
     def _check_value(self, action, value):
         # argparse's own message reprs the whole value; show an excerpt.
         if action.choices is not None and value not in action.choices:

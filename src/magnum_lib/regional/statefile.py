@@ -30,7 +30,7 @@ link. A new state file gets the caller's umask (``0o666 & ~umask``, like any fil
 creates); a replaced one keeps the permissions it had.
 
 Hand-edited values are checked on load against the ranges the compiled validator takes
-(for example ``nodes[0].devices`` at most 63, memory at most 1 PiB per device, times
+(for example ``nodes[0].devices`` at most 63, memory at most 1 PB per device, times
 within int64 nanoseconds); a value outside is refused with the field's path.
 
 Placement is first fit in node order, each try decided by the node-side validator
@@ -78,7 +78,7 @@ SCHEMA_VERSION = 1
 MAX_TIMEOUT_NS = 24 * 3600 * 10**9  # a lease longer than a day is a typo, not a lease
 MIN_TIMEOUT_NS = 10**6  # 1 ms: a shorter lease expires before the call that issued it returns
 MIN_MEMORY_BYTES = 10**6  # 1 MB per device: less is a typo (a unit left out), not a requirement
-MAX_MEMORY_BYTES = 2**50  # 1 PiB per device, far above any accelerator, far inside int64
+MAX_MEMORY_BYTES = 10**15  # 1 PB per device, far above any accelerator, far inside int64
 MAX_DEVICES_PER_NODE = 63  # the node-side validator keeps a node's devices in a 63-bit mask
 MAX_NODES = 100_000
 MAX_STATE_BYTES = 16 * 2**20  # a region of 10 nodes and its leases is a few kB
@@ -155,7 +155,7 @@ def parse_request(job_id, gpu_type, count=1, memory=None, interconnect=None, lea
         memory = parse_param("memory", parse_size, memory)
         if not MIN_MEMORY_BYTES <= memory <= MAX_MEMORY_BYTES:
             raise ParameterError("memory", f"must be {format_size(MIN_MEMORY_BYTES)} to "
-                                           f"{format_size(MAX_MEMORY_BYTES, binary=True)} per device, "
+                                           f"{format_size(MAX_MEMORY_BYTES)} per device, "
                                            f"got {excerpt(memory)} bytes")
     if interconnect is not None:
         interconnect = parse_param("interconnect", parse_interconnect, interconnect).name
