@@ -16,9 +16,9 @@ def add(subparsers) -> None:
                     "its view to K random peers every interval. Endpoint e0 updates its state; print "
                     "how long until every endpoint has the update, and the datagram counters.")
     p.add_argument("--endpoints", required=True, metavar="E", type=Int(2, 64), help="endpoints")
-    p.add_argument("--interval", default="10ms", metavar="T", type=Duration(10**6, 10**9),
+    p.add_argument("--interval", default="10ms", metavar="T", type=Duration(10**6, 10**9, bare_seconds=False),
                    help="gossip interval (default: 10ms)")
-    p.add_argument("--duration", default="2s", metavar="T", type=Duration(10**6, 600 * 10**9),
+    p.add_argument("--duration", default="2s", metavar="T", type=Duration(10**6, 600 * 10**9, bare_seconds=False),
                    help="longest run time; the run stops once all endpoints converged (default: 2s)")
     p.add_argument("--loss", default="0", metavar="P", type=Float(0, 1, hi_open=True),
                    help="datagram drop probability (default: 0)")
