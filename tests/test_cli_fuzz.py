@@ -432,32 +432,40 @@ def _count(fork: bool = True) -> dict:
     os.chdir(root)
     counts = dict.fromkeys(("calls", "clean", "tracebacks", "hangs", "crashes", "accepted", "unclean"), 0)
     examples: dict[str, list[str]] = {}
+    for bases in BASES.values():  # import what each command needs once, so a child does not
+        for base, _ in bases:     # spend its time limit importing scipy
+            run_main(substitute(base, files))
     for case in CASES:
-        argv = substitute(case.argv, files)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: one call, the verdict through the pipe
-            os.close(r)
-            outcome = run_main(argv)
-            verdict = outcome.verdict
-            if case.edge and verdict == "accepted":
-                verdict = "clean"
-            os.write(w, verdict.encode())
-            os._exit(0)
-        os.close(w)
-        deadline_ok = _wait(pid, TIME_LIMIT_S + 2)
-        verdict = os.read(r, 64).decode() if deadline_ok is not None else ""
-        os.close(r)
-        if deadline_ok is None:
-            verdict = "hang"
-        elif deadline_ok != 0 or not verdict:
-            verdict = "crash"
+        verdict = _verdict_in_child(case, substitute(case.argv, files))
         key = {"traceback": "tracebacks", "hang": "hangs", "crash": "crashes"}.get(verdict, verdict)
         counts["calls"] += 1
         counts[key] += 1
         if key != "clean":
             examples.setdefault(key, []).append(case.id[:100])
     return dict(counts, examples={k: v[:40] for k, v in examples.items()})
+
+
+def _verdict_in_child(case, argv) -> str:
+    """One case in a forked child: its verdict, or "hang" / "crash"."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one call, the verdict through the pipe
+        os.close(r)
+        outcome = run_main(argv)
+        verdict = outcome.verdict
+        if case.edge and verdict == "accepted":
+            verdict = "clean"
+        os.write(w, verdict.encode())
+        os._exit(0)
+    os.close(w)
+    deadline_ok = _wait(pid, TIME_LIMIT_S + 2)
+    verdict = os.read(r, 64).decode() if deadline_ok is not None else ""
+    os.close(r)
+    if deadline_ok is None:
+        return "hang"
+    if deadline_ok != 0 or not verdict:
+        return "crash"
+    return verdict
 
 
 def _wait(pid: int, timeout: float):
