@@ -23,6 +23,7 @@ import contextlib
 import faulthandler
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from magnum_lib import cli
 
@@ -373,6 +376,39 @@ def test_subprocess_no_crash(case, files):
     assert proc.returncode == 2 and proc.stdout == "", (case.id, proc.returncode, proc.stderr[-2000:])
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and len(lines[0]) <= MAX_LINE and "Traceback" not in proc.stderr, (case.id, proc.stderr[:600])
+
+
+def _flag_types():
+    """Every declared FlagType of every command (paths excluded: they touch the file system)."""
+    out = {}
+    for name, parser in subparsers().items():
+        for action in fuzzed_actions(parser):
+            if getattr(action.type, "kind", "path") not in ("path", "state-path"):
+                out[f"{name} {option(action) or action.dest}"] = action.type
+    return out
+
+
+_NUMBERISH = st.from_regex(r"\A\s?[+-]?[0-9_]{0,30}(\.[0-9]{0,10})?([eE][+-]?[0-9]{1,4})?"
+                           r"(ns|us|ms|s|m|h|B|KB|GB|GiB|PB|x)?\s?\Z")
+
+
+_TYPES = _flag_types()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.text(max_size=40), _NUMBERISH))
+def test_flag_types_return_in_range_or_refuse_in_one_short_line(text):
+    """Any text, every declared type: a value in range, or ArgumentTypeError with a short message."""
+    for label, flag_type in _TYPES.items():
+        try:
+            value = flag_type(text)
+        except argparse.ArgumentTypeError as exc:
+            assert len(str(exc)) < 300 and "\n" not in str(exc), (label, str(exc))
+            continue
+        if flag_type.kind == "int":
+            assert flag_type.lo <= value <= flag_type.hi, (label, text, value)
+        elif flag_type.kind == "float":
+            assert flag_type.lo <= value <= flag_type.hi and math.isfinite(value), (label, text, value)
 
 
 ISSUE_EXAMPLES = [  # issue 10, section 3, verbatim; each must name its flag

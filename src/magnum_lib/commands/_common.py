@@ -160,7 +160,10 @@ class Int(FlagType):
             try:
                 value = int(text)
             except ValueError:
-                number = float(text.replace("_", ""))
+                try:
+                    number = float(text)  # "1e6"; int() and float() take the same underscores
+                except ValueError:
+                    number = math.nan
                 if math.isfinite(number) and number.is_integer():
                     value = int(number)
         if value is None:
