@@ -14,6 +14,23 @@ from magnum_lib.cli import main
 
 BASE = ["queue", "--servers", "2", "--arrival-rate", "1.5", "--service-rate", "1",
         "--jobs", "2000", "--seed", "3"]
+
+
+def replaced(base, args):
+    """``base`` with each ``--flag value`` of ``args`` replacing the same flag (a flag may appear once)."""
+    out, args = list(base), list(args)
+    while args:
+        name = args.pop(0)
+        if "=" in name:  # --flag=value: drop the base's copy, keep this one
+            flag = name.split("=", 1)[0]
+            if flag in out:
+                del out[out.index(flag):out.index(flag) + 2]
+            out.append(name)
+        elif name in out:
+            out[out.index(name) + 1] = args.pop(0)
+        else:
+            out += [name, args.pop(0)]
+    return out
 KEYS = {"wait_mean", "time_in_system_mean", "p_wait", "utilization", "p50", "p95", "p99",
         "jobs", "events", "wall_s", "backend"}
 
@@ -76,7 +93,7 @@ def test_integer_flags_accept_readable_forms(capsys):
     (["--seed", "-1"], "--seed"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, args, flag):
-    assert main(BASE + args) == 2
+    assert main(replaced(BASE, args)) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()
@@ -86,7 +103,7 @@ def test_bad_input_exits_2_with_one_line(capsys, args, flag):
 
 
 def test_unstable_message_says_why(capsys):
-    main(BASE + ["--arrival-rate", "3"])
+    main(replaced(BASE, ["--arrival-rate", "3"]))
     assert "unstable" in capsys.readouterr().err
 
 

@@ -147,9 +147,10 @@ def test_hetero_roofline_and_maxmin(capsys):
 
 
 def test_hetero_missing_trace_and_bad_cluster(capsys, tmp_path):
+    # A --trace-file the user names is bad input when absent (exit 2); so is the shared data missing.
     code, out, err = run(capsys, ["hetero", "--trace-file", str(tmp_path / "absent.json")])
-    assert code == 2 and out == "" and err.strip() == f"faux-magnum hetero: error: trace file not found: " \
-                                                      f"{tmp_path / 'absent.json'}"
+    assert code == 2 and out == "" and err.strip() == f"faux-magnum hetero: error: --trace-file no such file: " \
+                                                      f"'{tmp_path / 'absent.json'}'"
     code, _, err = run(capsys, ["hetero", "--cluster", "h100:4"])
     assert code == 2 and "--cluster Gavel measured only k80, p100, v100" in err
     code, _, err = run(capsys, ["hetero", "--trace", "roofline", "--cluster", "h100:x"])

@@ -33,8 +33,11 @@ def run_json(capsys, *argv):
 
 def request(*flags):
     """The article's request with some flags replaced (same flag name) or added."""
-    names = {f.split("=")[0] for f in flags}
-    return [a for a in ARTICLE if a.split("=")[0] not in names] + list(flags)
+    def name(flag):  # --lease_timeout and --lease-timeout are one flag, given at most once
+        return flag.split("=")[0].replace("_", "-")
+
+    names = {name(f) for f in flags}
+    return [a for a in ARTICLE if name(a) not in names] + list(flags)
 
 
 @pytest.fixture

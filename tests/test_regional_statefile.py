@@ -336,3 +336,135 @@ def test_lease_round_trips_through_the_file(tmp_path):
     assert StateFile(path).read().leases == [lease] and isinstance(lease, Lease)
     doc = json.loads(path.read_text())
     assert (doc["schema"], doc["version"]) == ("faux-magnum/regional-state", 1)
+
+
+# -- the file as a user may have it: links, modes, FIFOs, hand edits, a stuck lock (issue 10 s6) ------
+
+def _lease_one(path) -> None:
+    with StateFile(path, _tiny((4,))).transaction() as state:
+        state.lease("j", "h100", 1, now_ns=T0 + 10**9)
+
+
+def test_a_symlinked_state_file_is_followed_and_stays_a_link(tmp_path):
+    real_dir, link_dir = tmp_path / "real", tmp_path / "links"
+    real_dir.mkdir(), link_dir.mkdir()
+    target, link = real_dir / "region.json", link_dir / "region.json"
+    with StateFile(target, _tiny((4,))).transaction() as state:
+        state.lease("first", "h100", 1, now_ns=T0)
+    link.symlink_to(target)
+    _lease_one(link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert [x.job_id for x in StateFile(target).read().leases] == ["first", "j"]  # the target is current
+    assert (real_dir / "region.json.lock").exists() and not (link_dir / "region.json.lock").exists()
+    assert sorted(p.name for p in real_dir.iterdir()) == ["region.json", "region.json.lock"]  # no temp left
+
+
+def test_a_dangling_symlink_creates_its_target(tmp_path):
+    link, target = tmp_path / "link.json", tmp_path / "target.json"
+    link.symlink_to(target)
+    _lease_one(link)
+    assert link.is_symlink() and [x.job_id for x in StateFile(target).read().leases] == ["j"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_a_new_state_file_gets_the_umask_and_a_replaced_one_keeps_its_mode(tmp_path, umask):
+    path = tmp_path / "r.json"
+    old = os.umask(umask)
+    try:
+        _lease_one(path)
+        assert (path.stat().st_mode & 0o777) == 0o666 & ~umask
+        assert (tmp_path / "r.json.lock").stat().st_mode & 0o777 == 0o666 & ~umask
+        os.chmod(path, 0o640)
+        _lease_one(path)
+        assert path.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_a_fifo_state_file_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "r.json"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(StateFileError, match="not a regular file"):
+        with StateFile(fifo).transaction():
+            pass
+    with pytest.raises(StateFileError, match="not a regular file"):
+        StateFile(fifo).read()
+    assert time.monotonic() - start < 1
+
+
+def test_a_fifo_planted_as_the_lock_file_is_refused(tmp_path):
+    os.mkfifo(tmp_path / "r.json.lock")
+    with pytest.raises(StateFileError, match="lock file is not a regular file"):
+        with StateFile(tmp_path / "r.json").transaction():
+            pass
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda d: d["nodes"][0].update(devices=1e30), "nodes[0].devices"),
+    (lambda d: d["nodes"][0].update(devices=64), "nodes[0].devices"),
+    (lambda d: d["nodes"][0].update(memory_per_device_bytes=10**30), "nodes[0].memory_per_device_bytes"),
+    (lambda d: d["nodes"][0].update(node_id=2**70), "nodes[0].node_id"),
+    (lambda d: d["leases"][0].update(count=10**30), "leases[0].count"),
+    (lambda d: d["leases"][0].update(issue_time_ns=2**63), "leases[0].issue_time_ns"),
+    (lambda d: d["leases"][0].update(memory_per_device_bytes=1e30), "leases[0].memory_per_device_bytes"),
+    (lambda d: d["counters"].update(issued=2**64), "counters.issued"),
+    (lambda d: d.update(next_seq=10**30), "next_seq"),
+    (lambda d: d["nodes"][0].update(name="x" * 100_000), "nodes[0].name"),
+])
+def test_hand_edited_values_past_the_validator_are_refused_with_the_field_path(tmp_path, edit, where):
+    path = tmp_path / "r.json"
+    _lease_one(path)
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    raw = path.read_bytes()
+    with pytest.raises(StateFileError) as info:
+        StateFile(path).read()
+    message = str(info.value)
+    assert f"{where}:" in message and len(message) < 400
+    with pytest.raises(StateFileError):
+        _lease_one(path)
+    assert path.read_bytes() == raw
+
+
+def test_a_huge_or_deep_state_file_is_refused(tmp_path):
+    deep, big = tmp_path / "deep.json", tmp_path / "big.json"
+    deep.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    with open(big, "wb") as f:
+        f.truncate(2**30)
+    with pytest.raises(StateFileError, match="nested too deeply"):
+        StateFile(deep).read()
+    with pytest.raises(StateFileError, match="more than"):
+        StateFile(big).read()
+
+
+def test_a_held_lock_fails_after_a_bounded_wait_naming_the_lock_file(tmp_path, monkeypatch):
+    import fcntl
+
+    import magnum_lib.regional.statefile as statefile
+
+    monkeypatch.setattr(statefile, "LOCK_WAIT_S", 0.2)
+    path = tmp_path / "r.json"
+    fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: conflicts even in-process
+        start = time.monotonic()
+        with pytest.raises(StateFileError, match=f"{path}.lock: still locked"):
+            _lease_one(path)
+        assert 0.2 <= time.monotonic() - start < 2
+        assert not path.exists()
+    finally:
+        os.close(fd)
+    _lease_one(path)  # released: the next call goes through
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(memory="1B"), "memory"), (dict(memory=999_999), "memory"), (dict(memory="2PiB"), "memory"),
+    (dict(lease_timeout="1ns"), "lease_timeout"), (dict(lease_timeout="999us"), "lease_timeout"),
+    (dict(count=64), "count"), (dict(count=10**30), "count"), (dict(job_id="x" * 100_000), "job_id"),
+])
+def test_parse_request_physical_ranges(kwargs, name):
+    with pytest.raises(ParameterError) as info:
+        parse_request(**dict(dict(job_id="j", gpu_type="h100"), **kwargs))
+    assert info.value.name == name and len(str(info.value)) < 300

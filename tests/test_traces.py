@@ -15,7 +15,7 @@ from magnum_lib.workload import (
     load_philly,
     trace_path,
 )
-from magnum_lib.workload import traces
+from magnum_lib.workload import Workload, traces
 from magnum_lib.workload._csvcols import read_columns
 
 PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
@@ -249,46 +249,5 @@ def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
     assert "stanford-futuredata/gavel" in msg and "MAGNUM_SHARED_DATA" in msg
 
 
-def _fake_shared(root):
-    (root / "shared" / "data" / "philly").mkdir(parents=True)
-    write(root / "shared" / "data" / "philly", "philly_jobs.csv",
-          PHILLY_HEADER + "2017-10-09 07:00:00,5,1,5,a\n")
-    return root / "shared" / "data" / "philly" / "philly_jobs.csv"
-
-
-def test_found_beside_an_ancestor_of_the_current_directory(tmp_path, monkeypatch):
-    # an installed wheel run from anywhere inside a checkout's parent finds ../shared/data
-    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
-    monkeypatch.setattr(traces, "_CHECKOUT", None)
-    expected = _fake_shared(tmp_path)
-    deep = tmp_path / "checkout" / "notebooks" / "x"
-    deep.mkdir(parents=True)
-    monkeypatch.chdir(deep)
-    assert trace_path("philly/philly_jobs.csv") == expected
-    assert len(load_philly()) == 1
-    (tmp_path / "shared" / "data" / "MANIFEST.tsv").write_text("file\n")
-    assert traces.shared_data_dir() == tmp_path / "shared" / "data"
-
-
-def test_found_beside_the_source_checkout_last(tmp_path, monkeypatch):
-    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
-    expected = _fake_shared(tmp_path)
-    elsewhere = tmp_path.parent / (tmp_path.name + "_cwd")
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    monkeypatch.setattr(traces, "_CHECKOUT", tmp_path / "checkout")
-    assert trace_path("philly/philly_jobs.csv") == expected
-    monkeypatch.setattr(traces, "_CHECKOUT", None)  # an installed wheel: no checkout
-    with pytest.raises(FileNotFoundError, match="philly/philly_jobs.csv not found"):
-        trace_path("philly/philly_jobs.csv")
-
-
-def test_hetero_without_traces_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
-    from magnum_lib.cli import main
-
-    monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path))
-    assert main(["hetero", "--trace", "gavel"]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and len(err.strip().splitlines()) == 1
-    assert err.startswith("faux-magnum hetero: error: trace file gavel/simulation_throughputs.json not found")
-    assert "stanford-futuredata/gavel" in err
+from magnum_lib.workload import Workload, traces
+from magnum_lib.workload._csvcols import read_columns

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from magnum_lib.engine.errors import excerpt
 from magnum_lib.units import (
     INTERCONNECTS,
     Interconnect,
@@ -152,7 +153,7 @@ def test_parsers_fail_only_with_valueerror(text):
         try:
             value = parse(text)
         except ValueError as exc:
-            assert repr(text) in str(exc)
+            assert excerpt(text) in str(exc)  # quoted, cut to a short excerpt when long
         else:
             assert value >= 0 and math.isfinite(value)
     try:
@@ -210,3 +211,10 @@ def test_formatters_reject(fmt):
             fmt(bad)
     with pytest.raises(TypeError):
         fmt("80GB")
+
+
+@pytest.mark.parametrize("parse", [parse_size, parse_duration, parse_bandwidth, parse_interconnect])
+def test_a_100kB_value_gives_a_short_message(parse):
+    with pytest.raises(ValueError) as info:
+        parse("9" * 50_000 + "x" * 50_000)
+    assert len(str(info.value)) < 1000 and "(100002 chars)" in str(info.value)  # and fast: no backtracking

@@ -1,9 +1,11 @@
 """The ``faux-magnum`` command (also ``python -m magnum_lib``).
 
 Subcommands live in :mod:`magnum_lib.commands`, one module each, found at start-up.
-Handlers raise :class:`~magnum_lib.engine.errors.ParameterError` for bad values;
+Every flag declares a typed, range-checked value (see :mod:`magnum_lib.commands._common`),
+so most bad input is refused while parsing, before a handler runs. Handlers raise
+:class:`~magnum_lib.engine.errors.ParameterError` for what depends on several flags;
 :func:`main` turns that, and any argparse complaint, into one line on stderr naming the
-flag, and exit status 2 (no traceback).
+flag (at most ``MAX_LINE`` characters), and exit status 2 (no traceback).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pkgutil
 import sys
 
 from magnum_lib import __version__, _backend, commands
-from magnum_lib.commands._common import EXIT_USAGE, PROG, UsageError, flag_name, Parser
+from magnum_lib.commands._common import EXIT_USAGE, MAX_LINE, PROG, Parser, UsageError, flag_name, one_line
 from magnum_lib.engine.errors import ParameterError
 
 
@@ -70,7 +72,8 @@ def main(argv=None) -> int:
         except ParameterError as exc:
             raise UsageError(f"{PROG} {args.command}: error: {flag_name(exc.name)} {exc.detail}") from None
     except UsageError as exc:
-        print(exc, file=sys.stderr)
+        # One line, however long or many-lined the message: the last line of defence.
+        print(one_line(exc, MAX_LINE), file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version exit through argparse
         return exc.code if isinstance(exc.code, int) else 0

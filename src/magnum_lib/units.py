@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 
+from magnum_lib.engine.errors import excerpt
+
 __all__ = [
     "Interconnect",
     "INTERCONNECTS",
@@ -36,7 +38,10 @@ __all__ = [
     "format_bandwidth",
 ]
 
-_NUMBER = r"(?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+# Unambiguous (digits, then an optional fraction): no quadratic backtracking on long digit runs.
+_NUMBER = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
+#: Longer text is refused before any regular expression sees it ("80GB" is 4 characters).
+MAX_TEXT = 100
 
 SIZE_UNITS: dict[str, int] = {
     "B": 1,
@@ -68,17 +73,23 @@ _BANDWIDTH_ACCEPTED = ("a number followed by B/s, KB/s, MB/s, GB/s, TB/s (bytes)
 def _fail(kind: str, text, accepted: str, why: str = "", field: str | None = None) -> ValueError:
     prefix = f"{field}: " if field else ""
     reason = f" ({why})" if why else ""
-    return ValueError(f"{prefix}cannot parse {kind} {text!r}{reason}: expected {accepted}")
+    return ValueError(f"{prefix}cannot parse {kind} {excerpt(text)}{reason}: expected {accepted}")
 
 
 def _split(text: str, kind: str, accepted: str, field: str | None) -> tuple[Decimal, str]:
     """Split '2.1 GB' into (Decimal('2.1'), 'GB'); reject empty, negative, nan, inf."""
+    _check_length(text, kind, accepted, field)
     m = re.match(r"^\s*" + _NUMBER + r"\s*(?P<unit>\S*)\s*$", text)
     if m is None:
         raise _fail(kind, text, accepted, field=field)
     value = Decimal(m.group("num"))
     _check_range(value, kind, text, accepted, field)
     return value, m.group("unit")
+
+
+def _check_length(text: str, kind: str, accepted: str, field: str | None) -> None:
+    if len(text) > MAX_TEXT:
+        raise _fail(kind, text, accepted, f"longer than {MAX_TEXT} characters", field)
 
 
 _MAX_EXPONENT = 30  # 10^30 bytes or ns is far beyond any fleet; bigger text is a typo
@@ -95,7 +106,7 @@ def _check_number(value, kind: str, accepted: str, field: str | None) -> None:
     """Numbers passed straight through must be real, finite and non-negative."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         prefix = f"{field}: " if field else ""
-        raise TypeError(f"{prefix}{kind} must be a string or a number, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{prefix}{kind} must be a string or a number, got {type(value).__name__} {excerpt(value)}")
     if not math.isfinite(value):
         raise _fail(kind, value, accepted, "not finite", field)
     if value < 0:
@@ -178,6 +189,7 @@ def parse_bandwidth(text, *, field: str | None = None) -> float:
     if not isinstance(text, str):
         _check_number(text, "bandwidth", _BANDWIDTH_ACCEPTED, field)
         return float(text)
+    _check_length(text, "bandwidth", _BANDWIDTH_ACCEPTED, field)
     m = _BANDWIDTH_RE.match(text)
     if m is None:
         # A bare number is bytes/s, as for a number passed directly.
@@ -274,7 +286,8 @@ def parse_interconnect(text, *, field: str | None = None) -> Interconnect:
         return text
     if not isinstance(text, str):
         prefix = f"{field}: " if field else ""
-        raise TypeError(f"{prefix}interconnect must be a string, got {type(text).__name__} {text!r}")
+        raise TypeError(f"{prefix}interconnect must be a string, got {type(text).__name__} {excerpt(text)}")
+    _check_length(text, "interconnect", _IC_ACCEPTED, field)
     key = re.sub(r"[\s\-]+", "_", text.strip().lower())
     key = re.sub(r"^(nvlink|pcie)(\d)", r"\1_\2", key)  # "nvlink4" -> "nvlink_4"
     lanes = 16

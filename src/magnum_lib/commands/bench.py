@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import int_value, print_table
-from magnum_lib.node.ring import DEFAULT_BATCH, DEFAULT_CAPACITY
+from magnum_lib.commands._common import Int, int_value, print_table
+from magnum_lib.node.ring import DEFAULT_BATCH, DEFAULT_CAPACITY, MAX_CAPACITY
 
 
 def add(subparsers) -> None:
@@ -24,16 +24,18 @@ def add(subparsers) -> None:
     p.add_argument("target", choices=sorted(_TARGETS), metavar="TARGET",
                    help="what to measure: ring (ring-buffer items/s, producer thread -> consumer "
                         "thread) or regional (one regional scheduling round and validations/s)")
-    p.add_argument("--items", default="10000000", metavar="N",
+    # Upper bounds keep one run within seconds to a minute on a laptop.
+    p.add_argument("--items", default="10000000", metavar="N", type=Int(1, 10**9),
                    help="ring: integers to move (default: 10000000)")
-    p.add_argument("--capacity", default=None, metavar="C",
+    p.add_argument("--capacity", default=None, metavar="C", type=Int(1, MAX_CAPACITY),
                    help=f"ring: slots, a power of two (default: {DEFAULT_CAPACITY})")
-    p.add_argument("--batch", default=None, metavar="B",
+    p.add_argument("--batch", default=None, metavar="B", type=Int(1, MAX_CAPACITY),
                    help=f"ring: items per push/pop, <= capacity (default: min({DEFAULT_BATCH}, capacity))")
-    p.add_argument("--nodes", default="15000", metavar="N", help="regional: nodes (default: 15000)")
-    p.add_argument("--requests", default="1000", metavar="R",
+    p.add_argument("--nodes", default="15000", metavar="N", type=Int(1, 200_000),
+                   help="regional: nodes (default: 15000)")
+    p.add_argument("--requests", default="1000", metavar="R", type=Int(1, 100_000),
                    help="regional: pending requests per round (default: 1000)")
-    p.add_argument("--repeats", default="51", metavar="K",
+    p.add_argument("--repeats", default="51", metavar="K", type=Int(1, 1001),
                    help="regional: rounds timed, the median is reported (default: 51)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_bench)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, print_table
 
 
 def add(subparsers) -> None:
@@ -12,22 +12,24 @@ def add(subparsers) -> None:
         description="Simulate Mitzenmacher's supermarket model: Poisson arrivals at rate L*N, "
                     "N FIFO servers with exponential service of mean 1 s, and each job joins "
                     "the shortest of D randomly sampled queues (or another --policy).")
-    p.add_argument("--servers", required=True, metavar="N", help="number of servers (>= 1)")
-    p.add_argument("--choices", required=True, metavar="D",
-                   help="queues sampled per job (per task with --tasks), 1 <= D <= N; "
+    p.add_argument("--servers", required=True, metavar="N", type=Int(1, 10**6), help="number of servers")
+    p.add_argument("--choices", required=True, metavar="D", type=Int(1, 10**6),
+                   help="queues sampled per job (per task with --tasks), D <= N; "
                         "D = 1 is random placement")
-    p.add_argument("--load", required=True, metavar="L", help="arrival rate per server, in (0, 1)")
-    p.add_argument("--jobs", default="200000", metavar="J", help="jobs to simulate (default: 200000)")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default: 0)")
+    p.add_argument("--load", required=True, metavar="L", type=Float(1e-3, 1, hi_open=True),
+                   help="arrival rate per server (a lower load leaves the servers idle)")
+    p.add_argument("--jobs", default="200000", metavar="J", type=Int(1, 10**7),
+                   help="jobs to simulate (default: 200000)")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
     p.add_argument("--policy", default="power_of_d",
                    choices=["power_of_d", "random", "least_loaded_stale", "batch"],
                    help="placement policy (default: power_of_d); batch = Sparrow's batch "
                         "sampling of D x M servers for a job of M tasks")
-    p.add_argument("--tasks", default="1", metavar="M",
+    p.add_argument("--tasks", default="1", metavar="M", type=Int(1, 1000),
                    help="tasks per job, each served separately (default: 1)")
-    p.add_argument("--refresh", default="1.0", metavar="T",
+    p.add_argument("--refresh", default="1.0", metavar="T", type=Float(1e-6, 3600, unit="s"),
                    help="seconds between refreshes of the stale view (least_loaded_stale; default: 1)")
-    p.add_argument("--warmup", default="0.2", metavar="F",
+    p.add_argument("--warmup", default="0.2", metavar="F", type=Float(0, 1, hi_open=True),
                    help="fraction of the first jobs discarded as warm-up (default: 0.2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_dispatch)

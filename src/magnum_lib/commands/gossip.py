@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, print_table
 from magnum_lib.engine.errors import ParameterError
 
 JSON_KEYS = ("rounds_to_all", "rounds_to_quorum", "quorum", "coverage", "bytes_per_node_per_s", "wall_s",
              "backend", "messages", "rounds", "stopped", "nodes", "fanout", "mode", "loss",
              "interval_s", "seed", "message_bytes")
+#: nodes x max-rounds: the node-rounds one run may simulate (about 10^8 per second compiled).
+MAX_NODE_ROUNDS = 10**9
 
 
 def add(subparsers) -> None:
@@ -19,30 +21,30 @@ def add(subparsers) -> None:
                     "and to every live node, and the bandwidth per node (88-byte datagrams: "
                     "IPv4+UDP 28 B, gossip header 16 B, node id 4 B, generation 8 B, "
                     "256-GPU bitmap 32 B).")
-    p.add_argument("--nodes", required=True, metavar="N", help="cluster size (>= 2)")
-    p.add_argument("--fanout", default="1", metavar="K",
-                   help="distinct peers each node contacts per round, 1 <= K < N (default: 1)")
+    p.add_argument("--nodes", required=True, metavar="N", type=Int(2, 10**6), help="cluster size")
+    p.add_argument("--fanout", default="1", metavar="K", type=Int(1, 1000),
+                   help="distinct peers each node contacts per round, K < N (default: 1)")
     p.add_argument("--mode", default="push", choices=["push", "pull", "pushpull"],
                    help="push, pull or push-pull exchanges (default: push)")
-    p.add_argument("--loss", default="0", metavar="P",
-                   help="probability a datagram is lost, in [0, 1) (default: 0)")
-    p.add_argument("--partition-rounds", default="0", metavar="R",
+    p.add_argument("--loss", default="0", metavar="P", type=Float(0, 1, hi_open=True),
+                   help="probability a datagram is lost (default: 0)")
+    p.add_argument("--partition-rounds", default="0", metavar="R", type=Int(0, 100_000),
                    help="split the nodes in two halves for R rounds from --partition-start, "
                         "then heal (default: 0)")
-    p.add_argument("--partition-start", default="1", metavar="T",
+    p.add_argument("--partition-start", default="1", metavar="T", type=Int(1, 100_000),
                    help="first partitioned round (default: 1)")
-    p.add_argument("--crash-fraction", default="0", metavar="F",
+    p.add_argument("--crash-fraction", default="0", metavar="F", type=Float(0, 1, hi_open=True),
                    help="fraction of the nodes (not node 0) that crash at round 1 (default: 0)")
-    p.add_argument("--churn", default="0", metavar="P",
+    p.add_argument("--churn", default="0", metavar="P", type=Float(0, 1, hi_open=True),
                    help="per-round probability a node leaves for 10 rounds (default: 0)")
-    p.add_argument("--interval", default="1ms", metavar="D",
+    p.add_argument("--interval", default="1ms", metavar="D", type=Duration(1000, 3600 * 10**9, bare_seconds=False),
                    help="gossip interval, e.g. 1ms or 200ms (default: 1ms, the article's)")
-    p.add_argument("--quorum", default=None, metavar="Q",
-                   help="fraction of the live nodes that makes a quorum, in (0, 1] "
-                        "(default: a strict majority)")
-    p.add_argument("--max-rounds", default="1000", metavar="M",
-                   help="give up after M rounds (default: 1000)")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default: 0)")
+    p.add_argument("--quorum", default=None, metavar="Q", type=Float(0.5, 1, lo_open=True),
+                   help="fraction of the live nodes that makes a quorum: more than half, so two "
+                        "quorums always share a node (default: a strict majority)")
+    p.add_argument("--max-rounds", default="1000", metavar="M", type=Int(1, 100_000),
+                   help=f"give up after M rounds; nodes x max-rounds <= {MAX_NODE_ROUNDS:,} (default: 1000)")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_gossip)
 
@@ -51,8 +53,9 @@ def _run_gossip(args) -> int:
     from magnum_lib.gossip.dissemination import simulate
 
     nodes = int_value("nodes", args.nodes)
-    if nodes < 2:  # checked here so the fanout message below can rely on it
-        raise ParameterError("nodes", f"must be an integer >= 2, got {args.nodes!r}")
+    if nodes * args.max_rounds > MAX_NODE_ROUNDS:  # checked before anything is allocated
+        raise ParameterError("max_rounds", f"x --nodes must be <= {MAX_NODE_ROUNDS:,} node-rounds, got "
+                                           f"{args.max_rounds} x {nodes}")
     result = simulate(
         nodes=nodes,
         fanout=int_value("fanout", args.fanout),

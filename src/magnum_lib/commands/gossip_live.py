@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, print_table
 
 JSON_KEYS = ("endpoints", "converged", "convergence_time_s", "datagrams_sent", "datagrams_received",
              "dropped_loss", "dropped_malformed", "bytes_sent", "wall_s")
@@ -15,15 +15,17 @@ def add(subparsers) -> None:
         description="Start E gossip endpoints (asyncio, UDP on 127.0.0.1) in this process; each sends "
                     "its view to K random peers every interval. Endpoint e0 updates its state; print "
                     "how long until every endpoint has the update, and the datagram counters.")
-    p.add_argument("--endpoints", required=True, metavar="E", help="endpoints, 2..64")
-    p.add_argument("--interval", default="10ms", metavar="T", help="gossip interval (default: 10ms)")
-    p.add_argument("--duration", default="2s", metavar="T",
+    p.add_argument("--endpoints", required=True, metavar="E", type=Int(2, 64), help="endpoints")
+    p.add_argument("--interval", default="10ms", metavar="T", type=Duration(10**6, 10**9, bare_seconds=False),
+                   help="gossip interval (default: 10ms)")
+    p.add_argument("--duration", default="2s", metavar="T", type=Duration(10**6, 600 * 10**9, bare_seconds=False),
                    help="longest run time; the run stops once all endpoints converged (default: 2s)")
-    p.add_argument("--loss", default="0", metavar="P", help="datagram drop probability in [0, 1) (default: 0)")
-    p.add_argument("--fanout", default="3", metavar="K", help="peers per interval, < E (default: 3)")
+    p.add_argument("--loss", default="0", metavar="P", type=Float(0, 1, hi_open=True),
+                   help="datagram drop probability (default: 0)")
+    p.add_argument("--fanout", default="3", metavar="K", type=Int(1, 63), help="peers per interval, < E (default: 3)")
     p.add_argument("--merge", default="lww", choices=["lww", "article", "vc"],
                    help="merge rule: last-writer-wins, the article's, vector clocks (default: lww)")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default: 0)")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_gossip_live)
 

@@ -1,4 +1,13 @@
-"""``faux-magnum lease``: the article's speculative lease, against a built-in or file-backed region."""
+"""``faux-magnum lease``: the article's speculative lease, against a built-in or file-backed region.
+
+The state file (``--cluster FILE``) is a regular JSON file; a FIFO, a directory or a device
+is refused without being opened for long. A symlink is followed: its target is read,
+locked (``<target>.lock``) and replaced atomically in the target's directory, and the link
+stays a link. A new state file gets the user's umask; a replaced one keeps its mode. The
+lock is waited for at most a few seconds (see
+:data:`magnum_lib.regional.statefile.LOCK_WAIT_S`), then the call fails in one line naming
+the lock file.
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,8 +16,10 @@ import os
 import sys
 import time
 
-from magnum_lib.commands._common import PROG, UsageError, flag_name, int_value
+from magnum_lib.commands._common import NAME, PROG, Duration, Int, Size, StateFile, Text, UsageError, flag_name
 from magnum_lib.engine.errors import ParameterError
+from magnum_lib.regional.statefile import (LOCK_WAIT_S, MAX_DEVICES_PER_NODE, MAX_MEMORY_BYTES, MAX_STATE_BYTES,
+                                           MAX_TIMEOUT_NS, MIN_MEMORY_BYTES, MIN_TIMEOUT_NS)
 
 EXIT_BUSY = 1
 _REQUEST_FLAGS = ("job_id", "gpu_type", "count", "memory", "interconnect", "lease_timeout")
@@ -36,7 +47,10 @@ rules:
   Without --cluster each call sees a fresh built-in region of 10 nodes (4 x h100_sxm nvlink_4,
   2 x a100_sxm nvlink_3, 2 x mi300x infinity_fabric, 2 x mtia_v2 pcie_5_x8; 8 devices each),
   and nothing is saved. With --cluster FILE leases persist in FILE (created from the built-in
-  region on first use), which is locked during each call and replaced atomically.
+  region on first use), which is locked during each call and replaced atomically. A
+  symlinked FILE is followed: the lock is TARGET.lock and TARGET is replaced in its own
+  directory, and the link stays. A new FILE gets your umask; a replaced one keeps its mode.
+  A lock held for more than {LOCK_WAIT_S:g} s (a stopped or hung call) fails in one line.
 
 exit status:
   0 done; 1 every node able to hold the request is busy, or --release names no active lease
@@ -50,21 +64,33 @@ def add(subparsers) -> None:
         description="Issue a speculative lease for COUNT devices of one type on one node and print the "
                     "lease id, the node id and the optimistic expiry; or list or release leases.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--job-id", metavar="ID", help="job the lease is for (letters, digits, _ . : / @ + -)")
-    p.add_argument("--gpu-type", metavar="TYPE",
+    p.add_argument("--job-id", metavar="ID",
+                   type=Text(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]*", "letters, digits and _ . : / @ + - starting "
+                             "with a letter or digit", max_chars=200, example="j1"),
+                   help="job the lease is for (letters, digits, _ . : / @ + -)")
+    p.add_argument("--gpu-type", metavar="TYPE", type=Text(NAME, "a catalog key or alias such as h100",
+                                                          example="h100"),
                    help="accelerator, catalog key or alias: h100, a100, mi300x, mtia, ...")
-    p.add_argument("--count", metavar="N", help="devices, all on one node (default: 1)")
-    p.add_argument("--memory", metavar="SIZE",
+    p.add_argument("--count", metavar="N", type=Int(1, MAX_DEVICES_PER_NODE),
+                   help="devices, all on one node (default: 1)")
+    p.add_argument("--memory", metavar="SIZE", type=Size(MIN_MEMORY_BYTES, MAX_MEMORY_BYTES),
                    help="memory needed per device, e.g. 80GB (10^9) or 64GiB (default: the whole device)")
     p.add_argument("--interconnect", metavar="CLASS",
+                   type=Text(r"[A-Za-z0-9][A-Za-z0-9_ -]*", "a link class such as nvlink_3", max_chars=32,
+                             example="nvlink_3"),
                    help="minimum link class, e.g. nvlink_3 (nvlink_4 also meets it; default: any)")
     p.add_argument("--lease_timeout", "--lease-timeout", dest="lease_timeout", metavar="DURATION",
-                   help=f"lease lifetime, e.g. 100ms, 30s, 10m; > 0 and at most 24h (default: {_DEFAULT_TIMEOUT})")
-    p.add_argument("--cluster", metavar="FILE",
-                   help="JSON state file that keeps leases between calls (created on first use)")
+                   type=Duration(MIN_TIMEOUT_NS, MAX_TIMEOUT_NS, bare_seconds=False),
+                   help=f"lease lifetime, e.g. 100ms, 30s, 10m (default: {_DEFAULT_TIMEOUT})")
+    p.add_argument("--cluster", metavar="FILE", type=StateFile("lease state file", MAX_STATE_BYTES),
+                   help="JSON state file that keeps leases between calls (created on first use; "
+                        "a symlink is followed)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="list active leases and node occupancy")
-    mode.add_argument("--release", metavar="LEASE_ID", help="give back an active lease")
+    mode.add_argument("--release", metavar="LEASE_ID",
+                      type=Text(r"L-[A-Za-z0-9_.:/@+-]+-[0-9]+", "a lease id such as L-default-000000",
+                                max_chars=80, example="L-default-000000"),
+                      help="give back an active lease")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a lease: lease_id, node_id, expires_at as ISO-8601 UTC, "
                         "expires_at_ns, issued_at, job_id, device_type, count, memory_per_device_bytes, ...)")
@@ -93,7 +119,7 @@ def _request_kwargs(args) -> dict:
         if getattr(args, name) is None:
             raise _fail(_FLAGS[name], "is required to request a lease (or use --list / --release LEASE_ID)")
     return dict(job_id=args.job_id, gpu_type=args.gpu_type,
-                count=1 if args.count is None else int_value("count", args.count), memory=args.memory,
+                count=1 if args.count is None else args.count, memory=args.memory,
                 interconnect=args.interconnect,
                 lease_timeout=_DEFAULT_TIMEOUT if args.lease_timeout is None else args.lease_timeout)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value
+from magnum_lib.commands._common import NAME, SEED, Float, Int, Text, float_value, int_value
 from magnum_lib.engine.errors import ParameterError
 
 # Python parameter -> flag, where they differ.
@@ -16,16 +16,19 @@ def add(subparsers) -> None:
         description="Generate N seeded inference graphs, pack their layers back to back on one "
                     "device (static reservations, several jobs resident), and compare with exclusive "
                     "allocation (one job at a time) and dynamic elastic scheduling (H100-like).")
-    p.add_argument("--jobs", required=True, metavar="N", help="number of graphs (>= 1)")
-    p.add_argument("--device", default="mtia_v2", metavar="TYPE", help="device type (default: mtia_v2)")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default: 0)")
-    p.add_argument("--runtime-spread", default="0.5", metavar="X",
+    p.add_argument("--jobs", required=True, metavar="N", type=Int(1, 100_000), help="number of graphs")
+    p.add_argument("--device", default="mtia_v2", metavar="TYPE",
+                   type=Text(NAME, "a device type such as mtia_v2 or h100", example="h100"),
+                   help="device type (default: mtia_v2)")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
+    p.add_argument("--runtime-spread", default="0.5", metavar="X", type=Float(0, 3),
                    help="lognormal sigma of layer runtimes, median 500us (default: 0.5)")
-    p.add_argument("--memory-pressure", default="0.1", metavar="F",
+    p.add_argument("--memory-pressure", default="0.1", metavar="F", type=Float(0, 1, lo_open=True),
                    help="mean reservation per job as a fraction of device memory (default: 0.1)")
-    p.add_argument("--load", default=None, metavar="RHO",
+    p.add_argument("--load", default=None, metavar="RHO", type=Float(1e-3, 10),
                    help="Poisson arrivals offering this compute load (default: all jobs at t=0)")
-    p.add_argument("--window", default="8", metavar="W", help="waiting jobs examined per admission (default: 8)")
+    p.add_argument("--window", default="8", metavar="W", type=Int(1, 1000),
+                   help="waiting jobs examined per admission (default: 8)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_pack)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, print_table
 
 _ALGOS = ["greedy", "article", "assignment", "flow", "lp"]
 
@@ -15,16 +15,17 @@ def add(subparsers) -> None:
                     "planner, and report the cost, the LP lower bound and the gap between them. "
                     "JSON: 'hints' is the number of hints (one per placed job), 'unplaced' the number "
                     "of jobs left out ('unplaced_reasons' counts them by reason).")
-    p.add_argument("--nodes", required=True, metavar="N", help="nodes in the snapshot (>= 1)")
-    p.add_argument("--jobs", required=True, metavar="J", help="pending jobs (>= 0)")
+    p.add_argument("--nodes", required=True, metavar="N", type=Int(1, 200_000), help="nodes in the snapshot")
+    p.add_argument("--jobs", required=True, metavar="J", type=Int(0, 100_000), help="pending jobs")
     p.add_argument("--algo", default="flow", choices=_ALGOS,
                    help="planner: article (the article's score), greedy (corrected score), assignment "
                         "(exact, <= 2000 nodes and 1000 jobs), flow (exact, equivalence classes), "
                         "lp (exact, one LP row per job); default flow")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default: 0)")
-    p.add_argument("--weight", default="0.5", metavar="W",
-                   help="bandwidth against packing in the cost, 0..1 (default: 0.5)")
-    p.add_argument("--group-size", default="32", metavar="G", help="nodes per group / rack (default: 32)")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
+    p.add_argument("--weight", default="0.5", metavar="W", type=Float(0, 1),
+                   help="bandwidth against packing in the cost (default: 0.5)")
+    p.add_argument("--group-size", default="32", metavar="G", type=Int(1, 4096),
+                   help="nodes per group / rack (default: 32)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_plan)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from magnum_lib.commands._common import float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, print_table
 
 _KENDALL = {"exp": "M", "det": "D", "lognormal": "G"}
 
@@ -13,16 +13,18 @@ def add(subparsers) -> None:
         "queue", help="simulate a FIFO multi-server queue (M/M/c, M/D/c, M/G/c)",
         description="Simulate a first-come-first-served queue with Poisson arrivals and "
                     "C identical servers; print waiting and response-time statistics.")
-    p.add_argument("--servers", required=True, metavar="C", help="number of servers (>= 1)")
-    p.add_argument("--arrival-rate", required=True, metavar="L", help="arrivals per second")
-    p.add_argument("--service-rate", required=True, metavar="MU",
+    p.add_argument("--servers", required=True, metavar="C", type=Int(1, 100_000), help="number of servers")
+    p.add_argument("--arrival-rate", required=True, metavar="L", type=Float(1e-6, 1e8, unit="/s"),
+                   help="arrivals per second")
+    p.add_argument("--service-rate", required=True, metavar="MU", type=Float(1e-6, 1e8, unit="/s"),
                    help="services per second per server (load L/(C*MU) must be < 1)")
     p.add_argument("--service", default="exp", choices=["exp", "det", "lognormal"],
                    help="service-time distribution (default: exp)")
-    p.add_argument("--cv", default="1.0", metavar="X",
+    p.add_argument("--cv", default="1.0", metavar="X", type=Float(0, 100, lo_open=True),
                    help="coefficient of variation of lognormal service times (default: 1)")
-    p.add_argument("--jobs", default="100000", metavar="N", help="jobs to simulate (default: 100000)")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default: 0)")
+    p.add_argument("--jobs", default="100000", metavar="N", type=Int(1, 10**7),
+                   help="jobs to simulate (default: 100000)")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_queue)
 

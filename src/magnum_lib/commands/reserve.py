@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from magnum_lib.commands._common import EXIT_USAGE, PROG
+from magnum_lib.commands._common import EXIT_USAGE, NAME, PROG, InputFile, Text, one_line
 
 
 def add(subparsers) -> None:
@@ -20,10 +20,14 @@ def add(subparsers) -> None:
                f"  {PROG} reserve --list                     (the shipped manifests and their paths)\n"
                f"  {PROG} reserve ./my_graph.yaml --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    # A path is checked with os.stat before it is opened: a FIFO or a directory is refused,
+    # never read. A name that is no file goes to the loader (a shipped manifest's short name).
     p.add_argument("manifest", metavar="MANIFEST", nargs="?",
+                   type=InputFile("YAML manifest", 2**20, pass_missing=True),
                    help="a manifest file, or the short name of a shipped one (article, ...; see --list)")
     p.add_argument("--list", action="store_true", help="list the shipped manifests (short name and path)")
     p.add_argument("--device", default=None, metavar="TYPE",
+                   type=Text(NAME, "a device type such as mtia_v2 or h100", example="h100"),
                    help="reserve on this device type instead of the manifest's gpu_type (e.g. mtia_v2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run_reserve)
@@ -61,8 +65,8 @@ def _run_reserve(args) -> int:
     except ManifestError as exc:
         for problem in exc.problems:
             # The override is a flag here, so name it as one.
-            print(problem.replace("device: ", "--device: ", 1) if problem.startswith("device: ") else problem,
-                  file=sys.stderr)
+            line = problem.replace("device: ", "--device: ", 1) if problem.startswith("device: ") else problem
+            print(one_line(line), file=sys.stderr)
         return EXIT_USAGE
     try:
         result = reserve(manifest, device=args.device)

@@ -61,9 +61,9 @@ def check_positive(name: str, value, maximum: float | None = None) -> float:
         raise ParameterError(name, f"must be a number > 0, got {excerpt(value)}")
     value = float(value)
     if not math.isfinite(value) or value <= 0:
-        raise ParameterError(name, f"must be a finite number > 0, got {value!r}")
+        raise ParameterError(name, f"must be a finite number > 0, got {excerpt(value)}")
     if maximum is not None and value > maximum:
-        raise ParameterError(name, f"must be <= {maximum:g}, got {value!r}")
+        raise ParameterError(name, f"must be <= {maximum:g}, got {excerpt(value)}")
     return value
 
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 import numbers
 from dataclasses import asdict, dataclass, replace
 
-from magnum_lib.engine.errors import ParameterError, check_int, parse_param
+from magnum_lib.engine.errors import ParameterError, check_int, excerpt, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.units import parse_duration, parse_interconnect, parse_size
 
 __all__ = ["Lease", "LeaseIds", "issue_lease", "as_ns"]
 
+INT64_MAX = 2**63 - 1  # times, sizes: int64 in the compiled validator
+_INT32_MAX = 2**31 - 1
+MAX_TEXT = 200  # characters in an id, type or class name
 _FIELDS = ("lease_id", "job_id", "node_id", "device_type", "count", "memory_per_device_bytes",
            "interconnect", "issue_time_ns", "timeout_ns", "expires_at_ns", "released")
 
@@ -72,18 +75,21 @@ class Lease:
         for name in ("lease_id", "job_id", "device_type", "interconnect"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                raise ParameterError(name, f"must be a non-empty string, got {value!r}")
-        check_int("node_id", self.node_id, 0)
-        check_int("count", self.count, 1)
-        check_int("memory_per_device_bytes", self.memory_per_device_bytes, 0)
-        check_int("issue_time_ns", self.issue_time_ns, 0)
-        check_int("timeout_ns", self.timeout_ns, 0)
-        check_int("expires_at_ns", self.expires_at_ns, 0)
+                raise ParameterError(name, f"must be a non-empty string, got {excerpt(value)}")
+            if len(value) > MAX_TEXT:
+                raise ParameterError(name, f"must be at most {MAX_TEXT} characters, got {excerpt(value)}")
+        # Every field is an int64 in the compiled validator: bounded here, before it gets there.
+        check_int("node_id", self.node_id, 0, _INT32_MAX)
+        check_int("count", self.count, 1, _INT32_MAX)
+        check_int("memory_per_device_bytes", self.memory_per_device_bytes, 0, INT64_MAX)
+        check_int("issue_time_ns", self.issue_time_ns, 0, INT64_MAX)
+        check_int("timeout_ns", self.timeout_ns, 0, INT64_MAX)
+        check_int("expires_at_ns", self.expires_at_ns, 0, INT64_MAX)
         if self.expires_at_ns != self.issue_time_ns + self.timeout_ns:
             raise ParameterError("expires_at_ns", f"must equal issue_time_ns + timeout_ns "
                                  f"({self.issue_time_ns + self.timeout_ns}), got {self.expires_at_ns}")
         if not isinstance(self.released, bool):
-            raise ParameterError("released", f"must be True or False, got {self.released!r}")
+            raise ParameterError("released", f"must be True or False, got {excerpt(self.released)}")
 
     def is_expired(self, now_ns: int) -> bool:
         """True when ``now_ns`` is at or past the expiry (a lease is valid on ``[issue, expiry)``)."""
@@ -142,7 +148,7 @@ class LeaseIds:
 
     def __init__(self, region=0, start: int = 0):
         if not isinstance(region, (int, str)) or isinstance(region, bool) or region == "":
-            raise ParameterError("region", f"must be an int or non-empty string, got {region!r}")
+            raise ParameterError("region", f"must be an int or non-empty string, got {excerpt(region)}")
         self.region = region
         self.next_seq = check_int("start", start, 0)
 

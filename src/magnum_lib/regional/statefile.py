@@ -16,7 +16,22 @@ Two parts:
   left by a killed call are removed by the next call (under the lock, so no live writer
   owns them). The lock file is never deleted: deleting it would let two callers lock two
   different inodes. ``flock`` is advisory and local: every writer must go through this
-  class, and the file should not live on NFS.
+  class, and the file should not live on NFS. The lock is waited for at most
+  :data:`LOCK_WAIT_S` seconds (a holder that is stopped or hung gives one clean error
+  naming the lock file, never a hang).
+
+The file is checked with ``fstat`` after an ``O_NONBLOCK`` open: a FIFO, a directory or a
+device is refused without blocking, and so is a file past :data:`MAX_STATE_BYTES`.
+
+Symlinks are followed: if the state file is a symlink, its target is read and replaced
+(atomically, through a temporary file in the target's own directory) and the lock is
+``<target>.lock``, so every link to one file shares one lock and the link itself stays a
+link. A new state file gets the caller's umask (``0o666 & ~umask``, like any file the user
+creates); a replaced one keeps the permissions it had.
+
+Hand-edited values are checked on load against the ranges the compiled validator takes
+(for example ``nodes[0].devices`` at most 63, memory at most 1 PB per device, times
+within int64 nanoseconds); a value outside is refused with the field's path.
 
 Placement is first fit in node order, each try decided by the node-side validator
 (:func:`magnum_lib.regional.validator.validate`, no preemption) against the true state
@@ -39,12 +54,13 @@ import fcntl
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from magnum_lib.engine.errors import ParameterError, check_int, parse_param
+from magnum_lib.engine.errors import ParameterError, check_int, excerpt, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.regional.default_region import (DEFAULT_REGION_NAME, NodeSpec, default_region,
                                                 interconnect_satisfies)
@@ -52,13 +68,23 @@ from magnum_lib.regional.lease import Lease, LeaseIds
 from magnum_lib.regional.validator import NodeState, validate
 from magnum_lib.units import format_duration, format_size, parse_duration, parse_interconnect, parse_size
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "MAX_TIMEOUT_NS", "PAUSE_ENV", "StateFileError", "CapacityError",
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "MAX_TIMEOUT_NS", "MIN_TIMEOUT_NS", "MIN_MEMORY_BYTES", "MAX_MEMORY_BYTES",
+           "MAX_DEVICES_PER_NODE", "MAX_STATE_BYTES", "LOCK_WAIT_S", "PAUSE_ENV", "StateFileError", "CapacityError",
            "LeaseNotFoundError", "LeaseRequest", "parse_request", "RegionState", "StateFile", "atomic_write",
            "iso_utc"]
 
 SCHEMA = "faux-magnum/regional-state"
 SCHEMA_VERSION = 1
 MAX_TIMEOUT_NS = 24 * 3600 * 10**9  # a lease longer than a day is a typo, not a lease
+MIN_TIMEOUT_NS = 10**6  # 1 ms: a shorter lease expires before the call that issued it returns
+MIN_MEMORY_BYTES = 10**6  # 1 MB per device: less is a typo (a unit left out), not a requirement
+MAX_MEMORY_BYTES = 10**15  # 1 PB per device, far above any accelerator, far inside int64
+MAX_DEVICES_PER_NODE = 63  # the node-side validator keeps a node's devices in a 63-bit mask
+MAX_NODES = 100_000
+MAX_STATE_BYTES = 16 * 2**20  # a region of 10 nodes and its leases is a few kB
+LOCK_WAIT_S = 2.0  # a call holds the lock for milliseconds; a longer wait means a stuck holder
+_INT64_MAX = 2**63 - 1
+_MAX_TEXT = 200
 PAUSE_ENV = "MAGNUM_STATEFILE_TEST_PAUSE"  # tests: seconds to sleep between temp write and replace
 _JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,199}")
 _COUNTERS = ("issued", "released", "expired")
@@ -119,22 +145,24 @@ def parse_request(job_id, gpu_type, count=1, memory=None, interconnect=None, lea
     catalog = catalog or default_catalog()
     if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
         raise ParameterError("job_id", f"must be 1-200 characters of letters, digits and _ . : / @ + - "
-                                       f"starting with a letter or digit, got {job_id!r}")
+                                       f"starting with a letter or digit, got {excerpt(job_id)}")
     try:
         key = catalog.resolve(gpu_type)
     except (KeyError, ValueError) as exc:
         raise ParameterError("gpu_type", str(exc)) from None
-    count = check_int("count", count, 1)
+    count = check_int("count", count, 1, MAX_DEVICES_PER_NODE)
     if memory is not None:
         memory = parse_param("memory", parse_size, memory)
-        if memory <= 0:
-            raise ParameterError("memory", f"must be > 0 bytes per device, got {memory}")
+        if not MIN_MEMORY_BYTES <= memory <= MAX_MEMORY_BYTES:
+            raise ParameterError("memory", f"must be {format_size(MIN_MEMORY_BYTES)} to "
+                                           f"{format_size(MAX_MEMORY_BYTES)} per device, "
+                                           f"got {excerpt(memory)} bytes")
     if interconnect is not None:
         interconnect = parse_param("interconnect", parse_interconnect, interconnect).name
     timeout_ns = parse_param("lease_timeout", parse_duration, lease_timeout)
-    if not 0 < timeout_ns <= MAX_TIMEOUT_NS:
-        raise ParameterError("lease_timeout", f"must be > 0 and at most {format_duration(MAX_TIMEOUT_NS)}, "
-                                              f"got {lease_timeout!r}")
+    if not MIN_TIMEOUT_NS <= timeout_ns <= MAX_TIMEOUT_NS:
+        raise ParameterError("lease_timeout", f"must be at least {format_duration(MIN_TIMEOUT_NS)} and at most "
+                                              f"{format_duration(MAX_TIMEOUT_NS)}, got {excerpt(lease_timeout)}")
     return LeaseRequest(job_id, key, count, memory, interconnect, timeout_ns)
 
 
@@ -288,7 +316,7 @@ class RegionState:
                 del self.leases[i]
                 self.counters["released"] += 1
                 return lease.release()
-        raise LeaseNotFoundError(f"no active lease {lease_id!r} in region {self.region!r} "
+        raise LeaseNotFoundError(f"no active lease {excerpt(lease_id)} in region {self.region!r} "
                                  f"(expired leases are pruned; see --list)")
 
     def node_table(self) -> list[dict]:
@@ -321,11 +349,21 @@ class RegionState:
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
             raise StateFileError(f"not a {SCHEMA} document")
         if doc.get("version") != SCHEMA_VERSION:
-            raise StateFileError(f"schema version {doc.get('version')!r} is not supported (this is version "
+            raise StateFileError(f"schema version {excerpt(doc.get('version'))} is not supported (this is version "
                                  f"{SCHEMA_VERSION})")
         expected = {"schema", "version", "region", "next_seq", "counters", "nodes", "leases"}
         if set(doc) != expected:
             raise StateFileError(f"keys must be {', '.join(sorted(expected))}, got {', '.join(sorted(doc))}")
+        for key in ("nodes", "leases"):
+            if not isinstance(doc[key], list):
+                raise StateFileError(f"{key}: must be a list, got {type(doc[key]).__name__}")
+        if len(doc["nodes"]) > MAX_NODES:
+            raise StateFileError(f"nodes: at most {MAX_NODES:,} nodes, got {len(doc['nodes']):,}")
+        # Every number is range-checked (with its path) before it reaches the int64 validator.
+        for i, n in enumerate(doc["nodes"]):
+            _check_fields(f"nodes[{i}]", n, _NODE_INTS)
+        for i, d in enumerate(doc["leases"]):
+            _check_fields(f"leases[{i}]", d, _LEASE_INTS)
         nodes = tuple(NodeSpec(**n) for n in doc["nodes"])
         if not nodes or [n.node_id for n in nodes] != list(range(len(nodes))):
             raise StateFileError("nodes must be non-empty with node_id 0, 1, 2, ... in order")
@@ -333,12 +371,12 @@ class RegionState:
         counters = doc["counters"]
         if not isinstance(counters, dict) or set(counters) != set(_COUNTERS):
             raise StateFileError(f"counters must have keys {', '.join(_COUNTERS)}")
-        for k in _COUNTERS:
-            check_int(f"counters.{k}", counters[k], 0)
+        _check_fields("counters", counters, dict.fromkeys(_COUNTERS, (0, _INT64_MAX)))
+        _check_fields("", doc, {"next_seq": (0, _INT64_MAX)})
         region = doc["region"]
-        if not isinstance(region, str) or not region:
-            raise StateFileError(f"region must be a non-empty string, got {region!r}")
-        state = cls(nodes, leases, region, check_int("next_seq", doc["next_seq"], 0), dict(counters))
+        if not isinstance(region, str) or not _JOB_ID.fullmatch(region) or len(region) > 64:
+            raise StateFileError(f"region: must be 1-64 letters, digits and _ . : / @ + -, got {excerpt(region)}")
+        state = cls(nodes, leases, region, doc["next_seq"], dict(counters))
         state._check_invariants()
         return state
 
@@ -362,6 +400,29 @@ class RegionState:
                 raise StateFileError(f"node {node.node_id} is over-committed by {-free} device(s)")
 
 
+_NODE_INTS = {"node_id": (0, MAX_NODES - 1), "devices": (1, MAX_DEVICES_PER_NODE),
+              "memory_per_device_bytes": (1, MAX_MEMORY_BYTES)}
+_LEASE_INTS = {"node_id": (0, MAX_NODES - 1), "count": (1, MAX_DEVICES_PER_NODE),
+               "memory_per_device_bytes": (0, MAX_MEMORY_BYTES), "issue_time_ns": (0, _INT64_MAX // 2),
+               "timeout_ns": (0, MAX_TIMEOUT_NS), "expires_at_ns": (0, _INT64_MAX)}
+
+
+def _check_fields(where: str, record, ints: dict) -> None:
+    """Refuse (StateFileError naming ``where.field``) an integer field outside its range, or a
+    string field that is not a short string; other keys are checked by the record's class."""
+    if not isinstance(record, dict):
+        raise StateFileError(f"{where or 'document'}: must be an object, got {type(record).__name__}")
+    prefix = f"{where}." if where else ""
+    for key, value in record.items():
+        path = f"{prefix}{key}"
+        if key in ints:
+            lo, hi = ints[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                raise StateFileError(f"{path}: must be an integer from {lo:,} to {hi:,}, got {excerpt(value)}")
+        elif isinstance(value, str) and len(value) > _MAX_TEXT:
+            raise StateFileError(f"{path}: at most {_MAX_TEXT} characters, got {excerpt(value)}")
+
+
 # ---------------------------------------------------------------------------
 # The file
 # ---------------------------------------------------------------------------
@@ -374,18 +435,44 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (/proc), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _resolve(path) -> Path:
+    """``path``, or the file a symlink at ``path`` points to (followed to the end; may not exist yet)."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 def atomic_write(path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers and crashes see the old or the new bytes only.
 
-    Writes a unique ``.<name>.tmp.<random>`` beside it, fsyncs it, ``os.replace``-s it over
-    ``path`` and fsyncs the directory (so the rename itself survives a power cut).
+    A symlink is followed: its target is replaced and the link stays. Writes a unique
+    ``.<name>.tmp.<random>`` beside the target, fsyncs it, ``os.replace``-s it over the
+    target and fsyncs the directory (so the rename itself survives a power cut). The new
+    file keeps the old one's permissions, or gets ``0o666 & ~umask`` if there was none.
     """
-    path = Path(path)
+    path = _resolve(path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.tmp.", dir=path.parent)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes 0600; a state file is as readable as any other
+            os.fchmod(f.fileno(), mode)  # mkstemp makes 0600; a state file is like any other of the user's
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -414,21 +501,36 @@ class StateFile:
     """
 
     def __init__(self, path, nodes=None):
-        self.path = Path(path)
+        self.link = Path(path)
+        self.path = _resolve(path)  # a symlink is followed: read, replace and lock its target
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._nodes = nodes
 
     def _load(self) -> tuple[RegionState, bytes | None]:
         try:
-            raw = self.path.read_bytes()
+            # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return RegionState.fresh(self._nodes), None
         except OSError as exc:
             raise StateFileError(f"{self.path}: cannot read state file ({exc.strerror})") from None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise StateFileError(f"{self.path}: not a regular file")
+            if st.st_size > MAX_STATE_BYTES:
+                raise StateFileError(f"{self.path}: {st.st_size:,} bytes, more than the {MAX_STATE_BYTES:,} a "
+                                     f"state file may be")
+            try:
+                raw = f.read(MAX_STATE_BYTES + 1)
+            except OSError as exc:
+                raise StateFileError(f"{self.path}: cannot read state file ({exc.strerror})") from None
         try:
             doc = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise StateFileError(f"{self.path}: corrupt state file (not JSON: {exc})") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StateFileError(f"{self.path}: corrupt state file (not JSON: {excerpt(str(exc), 120)})") from None
+        except RecursionError:
+            raise StateFileError(f"{self.path}: corrupt state file (JSON nested too deeply)") from None
         try:
             return RegionState.from_dict(doc), raw
         except StateFileError as exc:
@@ -452,11 +554,14 @@ class StateFile:
         if not self.path.parent.is_dir():
             raise StateFileError(f"{self.path}: directory {self.path.parent} does not exist")
         try:
-            lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            # 0o666: the umask decides, as for the state file; O_NONBLOCK: a FIFO planted here never blocks.
+            lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)
         except OSError as exc:
             raise StateFileError(f"{self.lock_path}: cannot open lock file ({exc.strerror})") from None
         try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            if not stat.S_ISREG(os.fstat(lock_fd).st_mode):
+                raise StateFileError(f"{self.lock_path}: lock file is not a regular file")
+            self._lock(lock_fd)
             self._remove_stale_temps()
             state, before = self._load()
             yield state
@@ -468,6 +573,20 @@ class StateFile:
                     raise StateFileError(f"{self.path}: cannot write state file ({exc.strerror})") from None
         finally:
             os.close(lock_fd)  # closing the descriptor releases the flock
+
+    def _lock(self, fd: int) -> None:
+        """Take the exclusive flock, waiting at most LOCK_WAIT_S (never forever)."""
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StateFileError(f"{self.lock_path}: still locked by another process after "
+                                         f"{LOCK_WAIT_S:g} s (a stopped or hung call? find it with "
+                                         f"'fuser {self.lock_path}'); nothing was changed") from None
+                time.sleep(0.01)
 
     def read(self) -> RegionState:
         """A consistent snapshot (readers need no lock: replacement is atomic)."""

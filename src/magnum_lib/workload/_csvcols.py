@@ -14,6 +14,8 @@ from typing import Callable
 
 import numpy as np
 
+from magnum_lib.engine.errors import excerpt
+
 
 class Columns:
     """The string columns of a CSV file, with the file line of each row."""
@@ -34,18 +36,18 @@ class Columns:
         col = self.header.index(name) + 1
         value = self.raw(name)[row]
         raise ValueError(
-            f"{self.path}: line {self.lines[row]}, column {col} ({name!r}): {reason}, got {value!r}"
+            f"{self.path}: line {self.lines[row]}, column {col} ({name!r}): {reason}, got {excerpt(value)}"
         )
 
     def _convert(self, name, dtype, one: Callable[[str], object], what: str):
         values = self.raw(name)
         try:
             return np.array(values, dtype=dtype)
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: an integer past int64
             for i, v in enumerate(values):
                 try:
-                    one(v)
-                except ValueError:
+                    np.array([one(v)], dtype=dtype)
+                except (ValueError, OverflowError):
                     self.fail(name, i, f"expected {what}")
             raise  # unreachable: numpy and the scalar parser agree
 
@@ -53,8 +55,9 @@ class Columns:
         if not ok.all():
             self.fail(name, int(np.argmin(ok)), reason)
 
-    def floats(self, name: str, *, nonneg: bool = True, allow_empty: bool = False) -> np.ndarray:
-        """A float64 column; empty cells become NaN when ``allow_empty``."""
+    def floats(self, name: str, *, nonneg: bool = True, allow_empty: bool = False,
+               maximum: float | None = None) -> np.ndarray:
+        """A float64 column, each value <= ``maximum``; empty cells become NaN when ``allow_empty``."""
         values = self.raw(name)
         if allow_empty:
             values = ["nan" if v == "" else v for v in values]
@@ -64,13 +67,17 @@ class Columns:
         self.check(name, finite, "expected a finite number")
         if nonneg:
             self.check(name, ~(arr < 0), "expected a number >= 0")
+        if maximum is not None:
+            self.check(name, ~(arr > maximum), f"expected a number <= {maximum:g}")
         return arr
 
-    def ints(self, name: str, *, minimum: int | None = 0) -> np.ndarray:
-        """An int64 column of plain integers (no decimals), each >= ``minimum``."""
+    def ints(self, name: str, *, minimum: int | None = 0, maximum: int | None = None) -> np.ndarray:
+        """An int64 column of plain integers (no decimals), each in ``[minimum, maximum]``."""
         arr = self._convert(name, np.int64, int, "an integer")
         if minimum is not None:
             self.check(name, arr >= minimum, f"expected an integer >= {minimum}")
+        if maximum is not None:
+            self.check(name, arr <= maximum, f"expected an integer <= {maximum:,}")
         return arr
 
     def timestamps(self, name: str, fmt_len: int = 19) -> np.ndarray:
@@ -97,7 +104,7 @@ def read_columns(path: Path, header: list[str]) -> Columns:
             raise ValueError(f"{path}: line 1: file is empty, expected header {','.join(header)}")
         if [h.strip() for h in first] != header:
             raise ValueError(
-                f"{path}: line 1: expected header {','.join(header)!r}, got {','.join(first)!r}"
+                f"{path}: line 1: expected header {','.join(header)!r}, got {excerpt(','.join(first))}"
             )
         ncol = len(header)
         rows, lines = [], []
@@ -107,7 +114,7 @@ def read_columns(path: Path, header: list[str]) -> Columns:
             if len(row) != ncol:
                 raise ValueError(
                     f"{path}: line {reader.line_num}: expected {ncol} fields ({','.join(header)}), "
-                    f"got {len(row)}: {row!r}"
+                    f"got {len(row)}: {excerpt(row)}"
                 )
             rows.append(row)
             lines.append(reader.line_num)

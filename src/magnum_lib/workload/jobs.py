@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from magnum_lib._resources import data_path
+from magnum_lib.engine.errors import excerpt
+from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload._validate import rng_from, to_ns
 
@@ -55,6 +57,10 @@ class Workload:
         if not np.all(np.isfinite(duration)) or (n and duration.min() <= 0):
             i = int(np.argmin(np.where(np.isfinite(duration), duration, -np.inf)))
             raise ValueError(f"duration_s must be finite and > 0; job {i} has {duration[i]!r}")
+        for what, a in (("submit_s", submit), ("duration_s", duration)):
+            if n and a.max() > MAX_SECONDS:  # keeps submit + duration inside int64 nanoseconds
+                i = int(np.argmax(a))
+                raise ValueError(f"{what} must be <= {MAX_SECONDS:g} s; job {i} has {a[i]!r}")
         for a in (submit, duration, gpus):
             a.setflags(write=False)
         self.submit_s, self.duration_s, self.num_gpus, self.name = submit, duration, gpus, str(name)
@@ -127,24 +133,26 @@ class Workload:
         c = read_columns(p, CSV_HEADER)
         ids = c.ints("job_id")
         c.check("job_id", ids == np.arange(len(c)), "expected job_id to count 0, 1, 2, ...")
-        submit = c.floats("submit_s")
+        submit = c.floats("submit_s", maximum=MAX_SECONDS)
         if len(c) > 1:
             c.check("submit_s", np.concatenate(([True], np.diff(submit) >= 0)),
                     "expected submit_s sorted (non-decreasing)")
-        duration = c.floats("duration_s")
+        duration = c.floats("duration_s", maximum=MAX_SECONDS)
         c.check("duration_s", duration > 0, "expected a duration > 0")
-        gpus = c.ints("num_gpus", minimum=1)
+        gpus = c.ints("num_gpus", minimum=1, maximum=MAX_GPUS)
         return cls(submit, duration, gpus, name=p.stem if name is None else name)
 
 
 def _gpu_array(num_gpus, n: int) -> np.ndarray:
     if isinstance(num_gpus, numbers.Integral) and not isinstance(num_gpus, bool):
-        if num_gpus < 1:
-            raise ValueError(f"num_gpus must be >= 1, got {num_gpus!r}")
+        if not 1 <= num_gpus <= MAX_GPUS:
+            raise ValueError(f"num_gpus must be in [1, {MAX_GPUS:,}], got {excerpt(num_gpus)}")
         return np.full(n, int(num_gpus), dtype=np.int64)
     arr = np.asarray(num_gpus)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"num_gpus must be integers, got dtype {arr.dtype}")
+    if arr.size and arr.max() > MAX_GPUS:  # before the int64 cast: a uint64 could wrap
+        raise ValueError(f"num_gpus must be <= {MAX_GPUS:,}; job {int(np.argmax(arr))} has {int(arr.max())}")
     arr = np.array(arr, dtype=np.int64, copy=True).reshape(-1)
     if arr.size != n:
         raise ValueError(f"num_gpus has {arr.size} values but there are {n} jobs")
@@ -162,7 +170,7 @@ def _draw_gpus(gpus, n: int, rng: np.random.Generator) -> np.ndarray:
     counts = list(gpus)
     for k in counts:
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise ValueError(f"gpus mix keys must be integers >= 1 (GPUs per job), got {k!r}")
+            raise ValueError(f"gpus mix keys must be integers >= 1 (GPUs per job), got {excerpt(k)}")
     w = np.array([gpus[k] for k in counts], dtype=np.float64)
     if not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
         raise ValueError(f"gpus mix weights must be finite, >= 0 and not all 0, got {list(w)}")

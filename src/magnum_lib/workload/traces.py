@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from magnum_lib.engine.errors import excerpt
 from magnum_lib.workload._csvcols import read_columns
+from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS
 from magnum_lib.workload.jobs import Workload
 
 __all__ = [
@@ -162,9 +164,9 @@ def load_philly(path=None) -> PhillyJobs:
     p = trace_path(_PHILLY, path)
     c = read_columns(p, ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"])
     ts = c.timestamps("timestamp")
-    duration = c.floats("duration")
-    gpus = c.ints("num_gpus", minimum=1)
-    gpu_time = c.floats("gpu_time")
+    duration = c.floats("duration", maximum=MAX_SECONDS)
+    gpus = c.ints("num_gpus", minimum=1, maximum=MAX_GPUS)
+    gpu_time = c.floats("gpu_time", maximum=MAX_SECONDS * MAX_GPUS)
     vc_code, vc_names = c.codes("cluster")
     if len(c) == 0:
         raise ValueError(f"{p}: no job rows after the header")
@@ -212,6 +214,8 @@ class AlibabaPods:
 
 
 _PODS = "alibaba/openb_pod_list_default.csv"
+_MAX_CPU_MILLI = 10**7  # 10,000 cores on one pod or node
+_MAX_MIB = 2**30  # 1 PiB of memory
 _POD_COLS = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos",
              "pod_phase", "creation_time", "deletion_time", "scheduled_time"]
 
@@ -225,11 +229,16 @@ def load_alibaba_pods(path=None) -> AlibabaPods:
     spec, spec_names = c.codes("gpu_spec")
     qos, qos_names = c.codes("qos")
     phase, phase_names = c.codes("pod_phase")
+    created = c.floats("creation_time", maximum=MAX_SECONDS)
+    deleted = c.floats("deletion_time", maximum=MAX_SECONDS)
+    scheduled = c.floats("scheduled_time", allow_empty=True, maximum=MAX_SECONDS)
+    # A pod is created before it is scheduled and before it is deleted.
+    c.check("deletion_time", deleted >= created, "expected deletion_time >= creation_time")
+    c.check("scheduled_time", np.isnan(scheduled) | (scheduled >= created), "expected scheduled_time >= creation_time")
     return AlibabaPods(
-        tuple(c.raw("name")), c.ints("cpu_milli"), c.ints("memory_mib"), c.ints("num_gpu"),
-        gpu_milli, spec, spec_names, qos, qos_names, phase, phase_names,
-        c.floats("creation_time"), c.floats("deletion_time"),
-        c.floats("scheduled_time", allow_empty=True), p,
+        tuple(c.raw("name")), c.ints("cpu_milli", maximum=_MAX_CPU_MILLI), c.ints("memory_mib", maximum=_MAX_MIB),
+        c.ints("num_gpu", maximum=MAX_GPUS), gpu_milli, spec, spec_names, qos, qos_names, phase, phase_names,
+        created, deleted, scheduled, p,
     )
 
 
@@ -262,8 +271,8 @@ def load_alibaba_nodes(path=None) -> AlibabaNodes:
     p = trace_path(_NODES, path)
     c = read_columns(p, ["sn", "cpu_milli", "memory_mib", "gpu", "model"])
     model, model_names = c.codes("model")
-    return AlibabaNodes(tuple(c.raw("sn")), c.ints("cpu_milli"), c.ints("memory_mib"),
-                        c.ints("gpu"), model, model_names, p)
+    return AlibabaNodes(tuple(c.raw("sn")), c.ints("cpu_milli", maximum=_MAX_CPU_MILLI),
+                        c.ints("memory_mib", maximum=_MAX_MIB), c.ints("gpu", maximum=MAX_GPUS), model, model_names, p)
 
 
 # --------------------------------------------------------------------------- Gavel
@@ -317,23 +326,57 @@ class GavelThroughputs:
 
 
 _GAVEL = "gavel/simulation_throughputs.json"
+_MAX_GAVEL_BYTES = 64 * 2**20  # the public file is 1.2 MB
+_MAX_KEY_CHARS = 200
+_MAX_RATE = 1e6  # steps/s; the public file's fastest is about 700
 
 
 def _job_key(p: Path, where: str, key: str) -> Job:
-    try:
-        job = ast.literal_eval(key)  # literal_eval, never eval: the file is data
-    except (ValueError, SyntaxError):
-        job = None
+    job = None
+    if len(key) <= _MAX_KEY_CHARS:  # literal_eval of a huge or deeply nested key is costly
+        try:
+            job = ast.literal_eval(key)  # literal_eval, never eval: the file is data
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            job = None
     if not (isinstance(job, tuple) and len(job) == 2 and isinstance(job[0], str)
-            and isinstance(job[1], int) and not isinstance(job[1], bool) and job[1] >= 1):
-        raise ValueError(f"{p}: {where}: key {key!r} is not \"('<model>', <num_gpus>)\"")
+            and isinstance(job[1], int) and not isinstance(job[1], bool) and 1 <= job[1] <= MAX_GPUS):
+        raise ValueError(f"{p}: {where}: key {excerpt(key)} is not \"('<model>', <num_gpus>)\" with "
+                         f"1 <= num_gpus <= {MAX_GPUS:,}")
     return job
 
 
 def _rate(p: Path, where: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{p}: {where}: expected a throughput >= 0 (steps/s), got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0
+            or value > _MAX_RATE):
+        raise ValueError(f"{p}: {where}: expected a throughput >= 0 and <= {_MAX_RATE:g} (steps/s), "
+                         f"got {excerpt(value)}")
     return float(value)
+
+
+def _read_json(p: Path, max_bytes: int):
+    """The JSON document in ``p``: a regular file of at most ``max_bytes``, UTF-8, not nested past
+    the interpreter's recursion limit; ValueError naming the file otherwise (never blocks on a FIFO)."""
+    import stat
+
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{p}: not a regular file")
+        if st.st_size > max_bytes:
+            raise ValueError(f"{p}: {st.st_size:,} bytes, more than the {max_bytes:,} this file may be")
+        raw = f.read(max_bytes + 1)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: byte {e.start}: not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{p}: JSON nested too deeply") from None
 
 
 def load_gavel_throughputs(path=None) -> GavelThroughputs:
@@ -343,19 +386,15 @@ def load_gavel_throughputs(path=None) -> GavelThroughputs:
     Keys are parsed with ``ast.literal_eval``.
     """
     p = trace_path(_GAVEL, path)
-    with open(p, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from None
+    data = _read_json(p, _MAX_GAVEL_BYTES)
     if not isinstance(data, dict):
         raise ValueError(f"{p}: top level must be an object {{gpu_type: ...}}, got {type(data).__name__}")
     isolated, packed = {}, {}
     for gpu_type, jobs in data.items():
         if not isinstance(jobs, dict):
-            raise ValueError(f"{p}: [{gpu_type!r}]: expected an object of jobs, got {type(jobs).__name__}")
+            raise ValueError(f"{p}: [{excerpt(gpu_type)}]: expected an object of jobs, got {type(jobs).__name__}")
         for key, entry in jobs.items():
-            where = f"[{gpu_type!r}][{key!r}]"
+            where = f"[{excerpt(gpu_type)}][{excerpt(key)}]"
             model, n = _job_key(p, where, key)
             if not isinstance(entry, dict) or "null" not in entry:
                 raise ValueError(f"{p}: {where}: expected an object with a \"null\" (isolated) entry")
@@ -363,9 +402,9 @@ def load_gavel_throughputs(path=None) -> GavelThroughputs:
             for other_key, pair in entry.items():
                 if other_key == "null":
                     continue
-                w = f"{where}[{other_key!r}]"
+                w = f"{where}[{excerpt(other_key)}]"
                 other = _job_key(p, w, other_key)
                 if not isinstance(pair, list) or len(pair) != 2:
-                    raise ValueError(f"{p}: {w}: expected [self steps/s, other steps/s], got {pair!r}")
+                    raise ValueError(f"{p}: {w}: expected [self steps/s, other steps/s], got {excerpt(pair)}")
                 packed[(gpu_type, (model, n), other)] = (_rate(p, w, pair[0]), _rate(p, w, pair[1]))
     return GavelThroughputs(isolated, packed, tuple(data), p)
