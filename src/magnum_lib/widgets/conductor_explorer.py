@@ -184,10 +184,10 @@ def readout_html(sc: cm.ConductorScenario) -> str:
     head = (f"<b>{html.escape(sc.policy)}</b>, C = {sc.concurrent} schedulers, load {sc.load:.2f}, "
             f"staleness {sc.staleness_ms:g} ms &nbsp; <i>({html.escape(backend())} backend, "
             f"{sc.result.trials:,} trials)</i>")
-    verdict = ("<b style='color:green'>below</b>" if sc.meets_article else "<b style='color:crimson'>above</b>")
-    rows = (_row("round conflict rate", _pct(sc.conflict_rate), f"{verdict} the article's 0.001 %")
+    verdict = ("<b style='color:#009E73'>below</b>" if sc.meets_article else "<b style='color:#D55E00'>above</b>")
+    rows = (_row("round conflict rate", _pct(sc.conflict_rate), "rounds with a refused lease")
             + _row("birthday bound (empty, 1 slot)", _pct(sc.birthday), "")
-            + _row("lease failure rate", _pct(sc.failure_rate), "refused / leases")
+            + _row("lease failure rate", _pct(sc.failure_rate), f"{verdict} C26's 0.001 % of leases")
             + _row("utilization", f"{sc.utilization:.1%}", "")
             + _row("preemptions / 1,000 leases", f"{sc.preemptions_per_1000():.1f}",
                    f"{sc.checkpoint_s:.1f} s checkpoint each")
@@ -198,8 +198,8 @@ def readout_html(sc: cm.ConductorScenario) -> str:
         timeout = (f"lease timeout {sc.timeout_ms:.3g} ms: the lease is alive when validated; "
                    f"a vanished holder idles its devices up to {sc.timeout_ms:.3g} ms")
     else:
-        timeout = f"<b style='color:crimson'>{html.escape(cm.EXPIRED_MESSAGE)}</b>"
-    full = f"<br><b style='color:crimson'>{html.escape(cm.FULL_MESSAGE)}</b>" if sc.view_full else ""
+        timeout = f"<b style='color:#D55E00'>{html.escape(cm.EXPIRED_MESSAGE)}</b>"
+    full = f"<br><b style='color:#D55E00'>{html.escape(cm.FULL_MESSAGE)}</b>" if sc.view_full else ""
     return (f"<div class='magnum-readout'>{head}<table cellpadding=2>{rows}</table>{timeout}{full}</div>")
 
 
