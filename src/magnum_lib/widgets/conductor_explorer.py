@@ -101,14 +101,14 @@ class ConductorExplorer(BlittedExplorer):
 
         self._conflict_bars = ax_c.bar(_X, np.full(len(POLICIES), _FLOOR), color=colors, alpha=0.8)
         self._birthday = ax_c.axhline(1.0, color="black", ls=":", lw=1.5, label="birthday bound (N, C)")
-        ax_c.axhline(cm.ARTICLE_CONTENTION, color=style.color("article"), ls="--", lw=1.5, label="C26: 0.001 % (per lease)")
         ax_c.set(xticks=_X, xticklabels=labels, ylim=(_FLOOR, 300.0), ylabel="round conflict rate")
         _log_axis(ax_c, [1e-6, 1e-4, 1e-2, 1])
-        ax_c.legend(fontsize=style.SMALL_PT, loc="upper right", ncol=2)
+        style.legend(ax_c, loc="upper right")
 
         (self._sweep_line,) = ax_u.plot([], [], "o-", color="black", label="load sweep (policy colour)")
         (self._here,) = ax_u.plot([], [], "*", color="black", ms=14, label="this setting")
         ax_u.axvline(0.9, color=style.color("article"), ls="--", lw=1.5, label="C17: 90 %")
+        ax_u.axhline(cm.ARTICLE_CONTENTION, color=style.color("article"), ls=":", lw=2, label="C26: 0.001 % of leases")
         ax_u.set(xlim=(-0.02, 1.02), ylim=(_FLOOR, 1.5), xlabel="utilization", ylabel="lease failure rate")
         _log_axis(ax_u, [1e-6, 1e-4, 1e-2, 1])
         ax_u.legend(fontsize=style.SMALL_PT, loc="upper left")
