@@ -142,13 +142,15 @@ def test_16_endpoints_converge(record_property):
 @pytest.mark.parametrize("rule", ["article", "vc", "lww"])
 def test_other_merge_rules_run_live(rule):
     r = run_live(6, fanout=2, seed=2, merge=rule, **FAST)
-    assert r.converged and r.merge == rule
+    assert r.merge == rule
     _check_counters(r)
     if rule == "article":
-        # Every endpoint that held the old state ORs it into the new one: the flaw, live.
+        # Every endpoint that held the old state ORs it into the new one: the flaw, live. And
+        # since C32's merge copies no generation, those endpoints never catch up (no convergence).
         assert r.phantom_busy_endpoints >= r.knew_old_state
+        assert r.converged == (r.knew_old_state == 0)
     else:
-        assert r.phantom_busy_endpoints == 0
+        assert r.converged and r.phantom_busy_endpoints == 0
 
 
 def test_loss_still_converges():

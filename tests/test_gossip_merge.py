@@ -137,8 +137,9 @@ def test_article_rule_keeps_a_freed_gpu_busy():
     new = old.updated(busy_gpus=[0])
     truth = view_of(new)
     seen = merge_article(view_of(old), truth)
-    assert seen["a"].generation == 2          # the view is "up to date"...
-    assert seen["a"].is_busy(1)               # ...but GPU 1 still reads busy
+    assert seen["a"].generation == 1          # C32 copies no generation: the view never catches up...
+    assert seen["a"].is_busy(1)               # ...and GPU 1 still reads busy
+    assert merge_article(seen, truth)["a"] == seen["a"]   # the next round merges again, to the same wrong bitmap
     assert phantom_busy(seen, truth) == {"a": (1,)}
     # The correct rules report the owner's bitmap.
     assert merge_lww(view_of(old), truth)["a"] == new
@@ -158,7 +159,8 @@ def test_article_bitmap_is_the_or_of_every_version_ever_seen(history):
     ored = 0
     for b in history:
         ored |= b
-    assert view["a"].generation == len(history) and view["a"].busy == ored
+    # The first version is copied whole (the node was unknown); no later generation is ever copied.
+    assert view["a"].generation == 1 and view["a"].busy == ored
 
 
 def _first_phantom(merge):
@@ -192,7 +194,10 @@ def test_article_rule_reports_the_owners_bitmap(a, b):
 def test_merge_state_article_takes_newer_remote():
     local, remote = NodeState("a", 5, 0b01, GPUS), NodeState("a", 4, 0b10, GPUS)
     assert merge_state_article(local, remote) is local
-    assert merge_state_article(remote, local) == NodeState("a", 5, 0b11, GPUS)
+    # Only the bitmap is ORed in: generation and pending jobs stay local (C32).
+    assert merge_state_article(remote, local) == NodeState("a", 4, 0b11, GPUS)
+    mine, theirs = NodeState("a", 1, 0b01, GPUS, pending=(("j1", 3),)), NodeState("a", 2, 0b10, GPUS, pending=(("j2", 9),))
+    assert merge_state_article(mine, theirs) == NodeState("a", 1, 0b11, GPUS, pending=(("j1", 3),))
 
 
 # -- speed ---------------------------------------------------------------------------

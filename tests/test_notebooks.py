@@ -171,3 +171,91 @@ def test_strip_removes_outputs_and_widget_state(tmp_path):
     assert "widgets" not in clean["metadata"]
     assert clean["cells"][0]["outputs"] == [] and clean["cells"][0]["execution_count"] is None
     assert clean["cells"][0]["metadata"] == {"tags": [IGNORE_TAG]}
+
+
+# -- exercises that teach (issue 13, section 3) ------------------------------------------------
+TEACHING = [p for p in NOTEBOOKS if p.stem[:2] in ("00", "01", "02", "03", "04", "05")]
+
+
+@pytest.mark.parametrize("path", TEACHING, ids=lambda p: p.stem)
+def test_every_prediction_has_a_guess_the_notebook_compares(path):
+    cells = _load(path)["cells"]
+    text = "\n".join(_src(c) for c in cells if c["cell_type"] == "code")
+    guesses = re.findall(r"^(predict_\w+) = None\b", text, re.M)
+    assert guesses, "each Predict section needs a predict_... = None cell for the student's guess"
+    for name in guesses:
+        assert re.search(rf'reveal\("{path.stem[:2]}_p\d+", {name},', text), f"{name} is never compared (reveal)"
+    n_predict = sum(len(re.findall(r"^#+ *Predict\s*$", _src(c), re.M)) for c in cells if c["cell_type"] == "markdown")
+    assert len(set(re.findall(r'reveal\("(\w+)"', text))) >= n_predict, "a Predict section without a reveal"
+
+
+@pytest.mark.parametrize("path", TEACHING, ids=lambda p: p.stem)
+def test_a_score_cell_ends_the_exercises_and_checks_record_a_pass(path):
+    cells = _load(path)["cells"]
+    summary = _first(cells, r"^#+ .*summary", "markdown")
+    assert f'score("{path.stem[:2]}")' in _src(cells[summary - 1]), "the cell before the summary shows the score"
+    for cell in cells:
+        m = re.match(r'if not pending\(\w+, "(\w+)"\):', _src(cell))
+        if m:
+            assert f'passed("{m.group(1)}")' in _src(cell), f"{m.group(1)}: the check must end with passed()"
+
+
+@pytest.mark.parametrize("path", TEACHING, ids=lambda p: p.stem)
+def test_at_least_one_design_exercise(path):
+    md = "\n".join(_src(c) for c in _load(path)["cells"] if c["cell_type"] == "markdown")
+    assert re.search(r"^### Exercise \d+ \(design\)", md, re.M), "no design exercise (change something, measure it)"
+
+
+@pytest.mark.parametrize("path", TEACHING, ids=lambda p: p.stem)
+def test_check_messages_give_hints_not_the_expected_value(path):
+    for cell in _load(path)["cells"]:
+        src = _src(cell)
+        if cell["cell_type"] == "code" and "if not pending(" in src:
+            for msg in re.findall(r"assert .*?,\s*(f?\".*?\"|f?'.*?')\s*$", src, re.M):
+                assert not re.search(r"\bexpected\b", msg), f"a check message gives the answer away: {msg}"
+
+
+def test_reveal_and_score(capsys):
+    exercises.reset_score()
+    assert exercises.reveal("99_p1", 1000, 1024, "x") is True
+    assert exercises.reveal("99_p2", 1.0, 40.0) is False
+    assert exercises.reveal("99_p3", None, 3) is None
+    assert exercises.reveal("99_p4", "mi300x", "mi300x") is True
+    assert exercises.reveal("99_p5", (0, 1), (0, 1, 2)) is False
+    assert "no guess written" in capsys.readouterr().out
+    assert exercises.pending(5, "99_ex1") is False
+    exercises.passed("99_ex1")
+    assert exercises.pending(7, "99_ex2") is False
+    s = exercises.score("99")
+    assert s["attempted"] == ["99_ex1", "99_ex2"] and s["passed"] == ["99_ex1"]
+    assert s["guessed"] == ["99_p1", "99_p2", "99_p4", "99_p5"] and s["close"] == ["99_p1", "99_p4"]
+    assert "attempted 2, passed 1" in capsys.readouterr().out
+    exercises.reset_score()
+    assert exercises.score("99")["attempted"] == []
+
+
+def test_reset_script_restores_a_notebook(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "reset_notebooks.sh", repo / "scripts")
+    nb = repo / "notebooks" / "03_x.ipynb"
+    nb.write_text("committed")
+    run = lambda *a: subprocess.run(a, cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
+    run("git", "init", "-q")
+    run("git", "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    run("git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x")
+    nb.write_text("a student's edits")
+    (repo / "notebooks" / "mine.ipynb").write_text("new")
+    out = run("sh", "scripts/reset_notebooks.sh", "03").stdout
+    assert nb.read_text() == "committed" and "restored" in out
+    assert (repo / "notebooks" / "mine.ipynb").exists()
+    run("sh", "scripts/reset_notebooks.sh", "--clean")
+    assert not (repo / "notebooks" / "mine.ipynb").exists()
+    bad = subprocess.run(["sh", "scripts/reset_notebooks.sh", "nope"], cwd=repo, capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown argument" in bad.stderr

@@ -3,10 +3,12 @@
 Every merge is a pure function of two views and returns a new dict; inputs are never
 changed. The live UDP mode (:mod:`magnum_lib.gossip.live`) calls these same functions.
 
-* :func:`merge_article` - the article's ``merge_state``, kept as shown: take the remote
-  state when its generation is newer, but OR the busy bitmaps. **Flawed**: a GPU once seen
-  busy never reads free again (see :func:`phantom_busy`), and the result depends on the
-  order of arrival (not commutative).
+* :func:`merge_article` - the article's ``merge_state`` (C32), exactly as shown: when the
+  remote generation is newer, OR the remote busy bitmap into the local one; nothing else is
+  copied (not the generation, not the pending jobs), although its comment says "Overwrite
+  local state with remote's view". **Flawed**: a GPU once seen busy never reads free again
+  (see :func:`phantom_busy`), the local generation never catches up (so every later round
+  merges again), and the result depends on the order of arrival (not commutative).
 * :func:`merge_lww` - per-node last-writer-wins by generation, as in Scuttlebutt: the state
   with the higher generation replaces the other whole. Equal generations with different
   content are resolved by :meth:`NodeState.sort_key`, a total order, so every node picks
@@ -32,15 +34,17 @@ from magnum_lib.gossip.vclock import Order, VectorClock
 
 # -- the article's rule ---------------------------------------------------------------------
 def merge_state_article(local: NodeState, remote: NodeState) -> NodeState:
-    """The article's per-node ``merge_state``, as shown (flawed on purpose).
+    """The article's per-node ``merge_state`` (C32), exactly as shown (flawed on purpose).
 
-    Newer remote generation: take the remote state but OR the two busy bitmaps. Otherwise
-    keep the local state. The OR is the bug: once any version said a GPU was busy, every
-    later merge keeps it busy, although the owner freed it long ago.
+    Newer remote generation: ``local.gpu_util_mask |= remote.gpu_util_mask``, and that is
+    all; the local generation and pending jobs stay as they were. Otherwise keep the local
+    state. The OR is the bug: once any version said a GPU was busy, every later merge keeps
+    it busy, although the owner freed it long ago; and since the generation is not copied,
+    the local record never looks up to date, so the next round merges (and ORs) again.
     """
     if remote.generation > local.generation:
         # gpus=max only so a bitmap from a bigger node record still validates.
-        return replace(remote, busy=local.busy | remote.busy, gpus=max(local.gpus, remote.gpus))
+        return replace(local, busy=local.busy | remote.busy, gpus=max(local.gpus, remote.gpus))
     return local
 
 
@@ -187,15 +191,18 @@ def conflicts(view: VCView) -> tuple[str, ...]:
 def phantom_busy(view: View, truth: View) -> dict[str, tuple[int, ...]]:
     """GPUs that ``view`` reads busy but the owner's own (``truth``) state says are free.
 
-    Only nodes whose view has caught up with the owner's generation are checked, so what is
-    reported is not staleness but a wrong bitmap under the current generation.
+    Call it once ``view`` has received the owner's newest state (right after merging it,
+    or at the end of a run): a correct merge then reads the owner's bitmap, so whatever is
+    reported is a wrong bitmap, not staleness. Every node the view knows is compared,
+    whatever generation it records, because the article's merge (C32) never copies the
+    generation: its records stay at the old one while their bitmaps go wrong.
     """
     check_view(view, "view")
     check_view(truth, "truth")
     out = {}
     for node, mine in view.items():
         real = truth.get(node)
-        if real is not None and mine.generation >= real.generation:
+        if real is not None:
             phantom = mine.busy & ~real.busy
             if phantom:
                 out[node] = tuple(i for i in range(MAX_GPUS) if phantom >> i & 1)

@@ -21,7 +21,11 @@ Jobs arrive as a Poisson stream (offered ``load`` of the devices), need 1, 2, 4 
 devices for an exponential duration, and carry a priority in ``0..priorities-1``. Every
 job is always in exactly one state of :data:`JOB_STATES`. A preempted job is
 checkpointed (its memory per device / ``checkpoint_bandwidth``) and requeued with the work
-since its last periodic checkpoint added back: that, times its devices, is wasted work.
+since its last periodic checkpoint added back. The checkpoint is simulated time: the
+preempting job holds the devices but starts (and ends) only once the victim's memory is
+saved. Wasted work is device time inside the run: devices checkpointing, plus the work
+since the victim's last periodic checkpoint (redone later); ``utilization`` counts only
+devices doing useful work, so utilization + wasted work never exceeds the capacity.
 """
 from __future__ import annotations
 
@@ -91,8 +95,10 @@ class BaselineResult:
     utilization: float
     conflicts: int
     preemptions: int
-    wasted_work_device_s: float
-    checkpoint_s_total: float
+    wasted_work_device_s: float     # checkpointing + lost work, device-seconds inside the run
+    checkpoint_s_total: float       # sum of the checkpoints' durations (may run past the end)
+    held_utilization: float         # devices held, useful or checkpointing
+    capacity_device_s: float        # devices x simulated time
     jobs: dict
     wall_s: float
 
@@ -136,7 +142,8 @@ def simulate_scheduling(mode: str = "speculative", nodes: int = 64, devices: int
     rate = load * state.node_devices.sum() / (float(_SIZES @ _SIZE_P) * dur_ns / 1e9)
     latencies: list[np.ndarray] = []
     conflicts = preemptions = 0
-    wasted = ckpt_total = util_sum = 0.0
+    wasted = ckpt_total = util_sum = held_sum = 0.0
+    total_devices = float(state.node_devices.sum())
     start = time.perf_counter()
 
     for step in range(rounds):
@@ -173,15 +180,26 @@ def simulate_scheduling(mode: str = "speculative", nodes: int = 64, devices: int
             jobs.state[j[ok]] = RUNNING
             victims = out["pre_job"]
             if len(victims):
-                lost_ns = (out["lost_work_s"] * 1e9).round().astype(np.int64)
+                # A victim still waiting for an earlier checkpoint (start in the future) has
+                # done nothing yet: no progress, nothing lost, and its wait carries over.
+                progress = np.maximum(0, now - out["pre_start"])
+                lost_ns = np.where(progress > 0, (out["lost_work_s"] * 1e9).round(), 0).astype(np.int64)
                 # Remaining work: what was left at its placement, minus progress since then,
                 # plus the work lost since its last checkpoint (redone after the restart).
-                progress = now - out["pre_start"]
                 jobs.remaining_ns[victims] = np.maximum(1, jobs.remaining_ns[victims] - progress + lost_ns)
                 jobs.state[victims] = PREEMPTED
                 preemptions += len(victims)
-                wasted += float((out["pre_count"] * (out["lost_work_s"] + out["checkpoint_s"])).sum())
+                wasted += float((out["pre_count"] * lost_ns).sum()) / 1e9
                 ckpt_total += float(out["checkpoint_s"].sum())
+                # The checkpoint is simulated time: the preemptor's work starts (and ends)
+                # once every victim's memory is saved (devices save in parallel).
+                ckpt_ns = np.maximum((out["checkpoint_s"] * 1e9).round().astype(np.int64),
+                                     out["pre_start"] - now)
+                wait = np.zeros(len(j), dtype=np.int64)
+                np.maximum.at(wait, out["pre_by"], ckpt_ns)
+                slot = out["slot"][wait > 0]
+                state.slot_start[slot] += wait[wait > 0]
+                state.slot_expiry[slot] += wait[wait > 0]
             return ok
 
         if mode == "pessimistic":
@@ -215,7 +233,13 @@ def simulate_scheduling(mode: str = "speculative", nodes: int = 64, devices: int
             stuck = np.flatnonzero((jobs.attempts >= max_attempts) & (jobs.state == QUEUED))
             jobs.state[stuck] = REJECTED
             jobs.reason.update({int(j): "too_many_conflicts" for j in stuck})
-        util_sum += state.utilization()
+        # Device time of the round [now, now + tick): held slots whose work has not started
+        # yet are checkpointing their victims' memory; the rest do useful work.
+        held = state.slot_job >= 0
+        ckpt_dev_ns = float((state.slot_count[held] * np.clip(state.slot_start[held] - now, 0, tick_ns)).sum())
+        wasted += ckpt_dev_ns / 1e9
+        held_sum += state.utilization()
+        util_sum += state.utilization() - ckpt_dev_ns / (tick_ns * total_devices)
         if check_invariants:
             state.check()
             jobs.check(state)
@@ -226,7 +250,8 @@ def simulate_scheduling(mode: str = "speculative", nodes: int = 64, devices: int
         decision_latency_mean_s=float(lat.mean()) if len(lat) else 0.0,
         decision_latency_p99_s=float(np.quantile(lat, 0.99)) if len(lat) else 0.0,
         utilization=util_sum / rounds, conflicts=conflicts, preemptions=preemptions,
-        wasted_work_device_s=wasted, checkpoint_s_total=ckpt_total, jobs=jobs.counts(),
+        wasted_work_device_s=wasted, checkpoint_s_total=ckpt_total, held_utilization=held_sum / rounds,
+        capacity_device_s=total_devices * rounds * tick_ns / 1e9, jobs=jobs.counts(),
         wall_s=time.perf_counter() - start)
 
 

@@ -15,6 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from magnum_lib.widgets import style
+
 DPI = 80
 SLIDER_STYLE = {"description_width": "150px"}
 SLIDER_LAYOUT = {"width": "420px"}
@@ -70,6 +72,8 @@ class Explorer:
 
     def update(self):
         """Re-evaluate with the current control values and redraw in place."""
+        if not self.updates:  # the axes exist by now: give them the house font sizes
+            style.finish(self.figure)
         scenario = self.evaluate()
         self.scenario = scenario
         self.draw(scenario)
@@ -103,6 +107,8 @@ class BlittedExplorer(Explorer):
         once and cached; a change redraws only the data artists and titles onto the cached
         background (a full redraw only when an axis range changes). Every text render
         costs milliseconds, and three panels carry many of them."""
+        if not self.updates:
+            style.finish(self.figure)
         scenario = self.evaluate()
         self.scenario = scenario
         self.draw(scenario)

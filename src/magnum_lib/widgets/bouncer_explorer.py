@@ -26,6 +26,7 @@ from magnum_lib import backend
 from magnum_lib.node.balance_ref import TAIL_LEVELS
 from magnum_lib.widgets import bouncer_model
 from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
+from magnum_lib.widgets import style
 
 _DECADES = [1.0, 1e-2, 1e-4]
 _CDF_XMAX_MS = 25.0
@@ -35,7 +36,7 @@ def _plain_log_axis(ax) -> None:
     """Log y axis with fixed decade ticks in plain text: mathtext tick labels and minor
     ticks made each render several times slower."""
     ax.yaxis.set_major_locator(FixedLocator(_DECADES))
-    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
+    ax.yaxis.set_major_formatter(lambda v, _pos: style.decade_label(v))
     ax.yaxis.set_minor_locator(NullLocator())
 
 
@@ -44,8 +45,8 @@ def _few_ticks(ax) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(4))
 
 
-_POLICY_STYLE = {"cheapest_meeting_sla": ("tab:green", "o"), "fastest_first": ("tab:red", "s"),
-                 "random": ("tab:gray", "^")}
+_POLICY_STYLE = {"cheapest_meeting_sla": (style.color("cheapest_meeting_sla"), "o"),
+                 "fastest_first": (style.color("fastest_first"), "s"), "random": (style.color("random"), "^")}
 
 
 class BouncerExplorer(BlittedExplorer):
@@ -84,8 +85,8 @@ class BouncerExplorer(BlittedExplorer):
             "mix": widgets.Dropdown(options=list(bouncer_model.MIXES), value=mix, description="device mix",
                                     style=SLIDER_STYLE, layout=widgets.Layout(**SLIDER_LAYOUT)),
         }
-        fig = new_figure(11.0, 3.6)
-        fig.subplots_adjust(left=0.075, right=0.98, bottom=0.15, top=0.86, wspace=0.34)
+        fig = new_figure(12.5, 4.3)
+        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.88, wspace=0.32)
         super().__init__(controls, fig)
         self._axes = fig.subplots(1, 3)
         self._init_artists()
@@ -98,39 +99,39 @@ class BouncerExplorer(BlittedExplorer):
 
     def _init_artists(self) -> None:
         ax_cdf, ax_tail, ax_energy = self._axes
-        (self._plain,) = ax_cdf.plot([], [], color="tab:blue", lw=2, label="power-of-d")
-        (self._hedged,) = ax_cdf.plot([], [], color="tab:purple", lw=2, ls="--", label="power-of-d + hedge")
-        (self._mm1,) = ax_cdf.plot([], [], color="black", lw=1, ls=":", label="random (M/M/1 theory)")
-        self._hedge_line = ax_cdf.axvline(0.0, color="tab:purple", lw=1, alpha=0.6)
+        (self._plain,) = ax_cdf.plot([], [], color=style.color("two-choices"), lw=2, label="power of d")
+        (self._hedged,) = ax_cdf.plot([], [], color=style.OKABE_ITO["sky"], lw=2.5, ls="--", label="+ hedge")
+        (self._mm1,) = ax_cdf.plot([], [], color=style.color("random"), lw=1.5, ls=":", label="random (theory)")
+        self._hedge_line = ax_cdf.axvline(0.0, color=style.OKABE_ITO["sky"], lw=1.5, alpha=0.8)
         self._hedge_text = ax_cdf.text(0.5, 0.5, bouncer_model.HEDGE_ALL_MESSAGE, transform=ax_cdf.transAxes,
-                                       ha="center", va="center", color="crimson", fontsize=8,
-                                       visible=False, bbox={"facecolor": "white", "edgecolor": "crimson"})
+                                       ha="center", va="center", color=style.color("article"), fontsize=style.SMALL_PT,
+                                       visible=False, bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax_cdf.set(yscale="log", xlabel="latency (ms)", ylabel="P(latency > t)", title="latency CDF (tail)")
         _plain_log_axis(ax_cdf)
         _few_ticks(ax_cdf)
-        ax_cdf.legend(fontsize=7, loc="lower left")
+        style.legend(ax_cdf, loc="lower left")
 
         levels = np.arange(1, TAIL_LEVELS + 1)
-        (self._tail_sim,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "o", color="tab:blue", label="simulated")
-        (self._tail_theory,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "-", color="tab:orange",
-                                            label="theory load^((d^i-1)/(d-1))")
-        (self._tail_random,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), ":", color="black", label="d = 1: load^i")
+        (self._tail_sim,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "o", color=style.color("two-choices"), label="simulated")
+        (self._tail_theory,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "-", color=style.color("theory"),
+                                            label="theory (Mitzenmacher)")
+        (self._tail_random,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), ":", color=style.color("random"), label="d = 1: load^i")
         ax_tail.set(yscale="log", xlabel="i (requests queued)", ylabel="servers with ≥ i",
                     title="queue-length tail", ylim=(1e-5, 1.5), xticks=[1, 4, 7, 10])
         _plain_log_axis(ax_tail)
-        ax_tail.legend(fontsize=7, loc="center right")
+        style.legend(ax_tail, loc="lower left")
 
         self._points = {}
         for name, (color, marker) in _POLICY_STYLE.items():
             (self._points[name],) = ax_energy.plot([], [], marker, color=color, ms=9, label=name.replace("_", " "))
         self._sla_text = ax_energy.text(0.5, 0.5, bouncer_model.NO_SLA_MESSAGE, transform=ax_energy.transAxes,
-                                        ha="center", va="center", color="crimson", fontsize=8,
-                                        visible=False, bbox={"facecolor": "white", "edgecolor": "crimson"})
+                                        ha="center", va="center", color=style.color("article"), fontsize=style.SMALL_PT,
+                                        visible=False, bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax_energy.set(xlabel="SLA attainment", ylabel="energy per request (J)", xlim=(-0.02, 1.05),
                       title="device choice")
         _few_ticks(ax_energy)
         ax_energy.yaxis.set_major_locator(MaxNLocator(4))
-        ax_energy.legend(fontsize=7, loc="upper left")
+        style.legend(ax_energy, loc="lower left")
         self._animated = [self._plain, self._hedged, self._mm1, self._hedge_line, self._hedge_text,
                           self._tail_sim, self._tail_theory, self._tail_random, *self._points.values(),
                           self._sla_text, *(ax.title for ax in self._axes)]
@@ -161,13 +162,13 @@ class BouncerExplorer(BlittedExplorer):
         self._hedge_text.set_visible(sc.hedge_ms == 0)
         ax_cdf.set_xlim(0.0, xmax)
         ax_cdf.set_ylim(1e-5, 1.5)
-        ax_cdf.set_title(f"latency: p99 {sc.p99_ms:.2f} → {sc.p99_hedged_ms:.2f} ms hedged", fontsize=10)
+        ax_cdf.set_title(f"latency: p99 {sc.p99_ms:.2f} → {sc.p99_hedged_ms:.2f} ms hedged", fontsize=style.FONT_PT)
 
         sim = np.maximum(np.asarray(sc.queue_tail), 1e-6)
         self._tail_sim.set_ydata(sim)
         self._tail_theory.set_ydata(np.maximum(np.asarray(sc.theory_tail), 1e-6))
         self._tail_random.set_ydata([sc.load ** i for i in range(1, TAIL_LEVELS + 1)])
-        ax_tail.set_title(f"queue tail: load {sc.load:.2f}, d = {sc.choices}", fontsize=10)
+        ax_tail.set_title(f"queue tail: load {sc.load:.2f}, d = {sc.choices}", fontsize=style.FONT_PT)
 
         energies = []
         for name, artist in self._points.items():
@@ -176,7 +177,7 @@ class BouncerExplorer(BlittedExplorer):
             energies.append(p.energy_per_request_j)
         ax_energy.set_ylim(0.0, 0.5 * math.ceil(2.5 * max(energies)))
         self._sla_text.set_visible(not sc.sla_feasible)
-        ax_energy.set_title(f"{sc.mix}, SLA {sc.sla_ms:g} ms", fontsize=10)
+        ax_energy.set_title(f"{sc.mix}, SLA {sc.sla_ms:g} ms", fontsize=style.FONT_PT)
 
 
 def _row(name: str, *cells) -> str:

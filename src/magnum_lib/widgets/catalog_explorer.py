@@ -15,6 +15,7 @@ import numpy as np
 from magnum_lib import hardware
 from magnum_lib.widgets import catalog_model
 from magnum_lib.widgets._base import Explorer, new_figure, slider
+from magnum_lib.widgets import style
 
 _INTENSITY = np.logspace(-2, 4, 200)  # FLOP/byte, the roofline's x axis
 _PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp32")
@@ -42,7 +43,8 @@ class CatalogExplorer(Explorer):
         device = self.catalog.resolve(device)
         controls = {
             "device": widgets.Dropdown(options=[(a.name, k) for k, a in self.catalog.items()], value=device,
-                                       description="device", style={"description_width": "150px"}),
+                                       description="device", style={"description_width": "150px"},
+                                       layout=widgets.Layout(width="470px")),   # long names stay readable
             "precision": widgets.Dropdown(options=list(_PRECISIONS), value=precision, description="precision",
                                           style={"description_width": "150px"}),
             "gflop": slider(widgets.FloatLogSlider, "request (GFLOP)", value=gflop, base=10, min=-1, max=6,
@@ -64,17 +66,18 @@ class CatalogExplorer(Explorer):
         ax = self._ax
         self._others = {}
         for key in self.catalog:
-            (self._others[key],) = ax.plot([], [], lw=1, color="0.75")
-        (self._roof,) = ax.plot([], [], lw=3, color="tab:blue", label="this device's roofline")
-        (self._point,) = ax.plot([], [], "o", ms=10, color="crimson", label="your request")
-        self._ridge = ax.axvline(1.0, color="tab:blue", ls=":", lw=1, label="ridge point")
+            (self._others[key],) = ax.plot([], [], lw=1, color=style.color("other"))
+        (self._roof,) = ax.plot([], [], lw=3, color=style.OKABE_ITO["blue"], label="this device's roofline")
+        (self._point,) = ax.plot([], [], "o", ms=10, color=style.OKABE_ITO["orange"], label="your request")
+        self._ridge = ax.axvline(1.0, color=style.OKABE_ITO["blue"], ls=":", lw=1.5, label="ridge point")
         self._missing = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
-                                color="crimson", fontsize=11, visible=False, wrap=True,
-                                bbox={"facecolor": "white", "edgecolor": "crimson"})
+                                color=style.color("article"), fontsize=11, visible=False, wrap=True,
+                                bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax.set(xscale="log", yscale="log", xlim=(_INTENSITY[0], _INTENSITY[-1]), ylim=(1e10, 1e16),
                xlabel="arithmetic intensity (FLOP per byte moved)", ylabel="attainable FLOP/s")
-        ax.minorticks_off()  # log-log minor ticks cost more to draw than the rest of the figure
-        ax.legend(loc="lower right", fontsize=8)
+        style.log_axis(ax, [1e-2, 1e-1, 1, 10, 100, 1e3, 1e4], axis="x")  # plain-text decades: fast, uniform
+        style.log_axis(ax, [1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16])
+        style.legend(ax, loc="lower right")
 
     def evaluate(self) -> catalog_model.RequestScenario:
         c = self.controls
@@ -96,14 +99,14 @@ class CatalogExplorer(Explorer):
         name = self.catalog[sc.device].name
         if not ok:
             self._missing.set_text(f"{name} has no {p.upper()} peak")
-            self._ax.set_title(f"{name}: no {p.upper()}", fontsize=10)
+            self._ax.set_title(f"{name}: no {p.upper()}", fontsize=style.FONT_PT)
             return
         acc = self.catalog[sc.device]
         self._roof.set_data(_INTENSITY, catalog_model.roofline(acc, p, _INTENSITY))
         self._point.set_data([sc.intensity], [sc.achieved_flops])
         self._ridge.set_xdata([sc.ridge, sc.ridge])
         self._ax.set_title(f"{name}, {p.upper()}: {sc.cost.bound}-bound request "
-                           f"({sc.cost.time_s * 1e3:.3g} ms)", fontsize=10)
+                           f"({sc.cost.time_s * 1e3:.3g} ms)", fontsize=style.FONT_PT)
 
     def readout_html(self, sc: catalog_model.RequestScenario) -> str:
         acc = self.catalog[sc.device]

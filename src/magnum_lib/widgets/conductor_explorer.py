@@ -26,10 +26,11 @@ from magnum_lib import backend
 from magnum_lib.regional.contention import POLICIES
 from magnum_lib.widgets import conductor_model as cm
 from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
+from magnum_lib.widgets import style
 
 _FLOOR = 1e-6  # log axes: a rate of 0 is drawn at the floor
 _PRE_FLOOR = 0.01  # preemptions per 1,000 leases: 0 is drawn at this floor
-_COLORS = {"random": "tab:blue", "least-loaded": "tab:red", "two-choices": "tab:green"}
+_COLORS = {p: style.color(p) for p in ("random", "least-loaded", "two-choices")}
 _X = np.arange(len(POLICIES))
 
 
@@ -37,7 +38,7 @@ def _log_axis(ax, decades) -> None:
     """Log y axis with a few fixed plain-text ticks (mathtext tick labels are slow to render)."""
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(FixedLocator(decades))
-    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
+    ax.yaxis.set_major_formatter(lambda v, _pos: style.decade_label(v))
     ax.yaxis.set_minor_locator(NullLocator())
 
 
@@ -77,8 +78,8 @@ class ConductorExplorer(BlittedExplorer):
             "timeout_ms": slider(widgets.FloatLogSlider, "lease timeout (ms)", value=timeout_ms, base=10,
                                  min=-2, max=3, step=0.25, readout_format=".3g"),
         }
-        fig = new_figure(10.0, 5.4)
-        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.09, top=0.93, wspace=0.28, hspace=0.55)
+        fig = new_figure(11.0, 6.4)
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.09, top=0.94, wspace=0.26, hspace=0.5)
         super().__init__(controls, fig)
         self._axes = fig.subplots(2, 2).ravel()
         self._init_artists()
@@ -90,8 +91,8 @@ class ConductorExplorer(BlittedExplorer):
         return None if self.scenario is None else self.scenario.result
 
     def _text(self, ax, message: str):
-        return ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color="crimson",
-                       fontsize=8, visible=False, bbox={"facecolor": "white", "edgecolor": "crimson"})
+        return ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center", color=style.color("article"),
+                       fontsize=style.SMALL_PT, visible=False, bbox={"facecolor": "white", "edgecolor": style.color("article")})
 
     def _init_artists(self) -> None:
         ax_c, ax_u, ax_p, ax_l = self._axes
@@ -100,29 +101,29 @@ class ConductorExplorer(BlittedExplorer):
 
         self._conflict_bars = ax_c.bar(_X, np.full(len(POLICIES), _FLOOR), color=colors, alpha=0.8)
         self._birthday = ax_c.axhline(1.0, color="black", ls=":", lw=1.5, label="birthday bound (N, C)")
-        ax_c.axhline(cm.ARTICLE_CONTENTION, color="crimson", ls="--", lw=1.5, label="article: 0.001 %")
-        ax_c.set(xticks=_X, xticklabels=labels, ylim=(_FLOOR, 300.0), ylabel="P(round conflicts)")
+        ax_c.set(xticks=_X, xticklabels=labels, ylim=(_FLOOR, 300.0), ylabel="round conflict rate")
         _log_axis(ax_c, [1e-6, 1e-4, 1e-2, 1])
-        ax_c.legend(fontsize=7, loc="upper right", ncol=2)
+        style.legend(ax_c, loc="upper right")
 
         (self._sweep_line,) = ax_u.plot([], [], "o-", color="black", label="load sweep (policy colour)")
         (self._here,) = ax_u.plot([], [], "*", color="black", ms=14, label="this setting")
-        ax_u.axvline(0.9, color="crimson", ls="--", lw=1.5, label="article: 90 %")
+        ax_u.axvline(0.9, color=style.color("article"), ls="--", lw=1.5, label="C17: 90 %")
+        ax_u.axhline(cm.ARTICLE_CONTENTION, color=style.color("article"), ls=":", lw=2, label="C26: 0.001 % of leases")
         ax_u.set(xlim=(-0.02, 1.02), ylim=(_FLOOR, 1.5), xlabel="utilization", ylabel="lease failure rate")
         _log_axis(ax_u, [1e-6, 1e-4, 1e-2, 1])
-        ax_u.legend(fontsize=7, loc="upper left")
+        ax_u.legend(fontsize=style.SMALL_PT, loc="upper left")
 
         self._preempt_bars = ax_p.bar(_X, np.full(len(POLICIES), _PRE_FLOOR), color=colors, alpha=0.8)
         ax_p.set(xticks=_X, xticklabels=labels, ylabel="per 1,000 leases", ylim=(_PRE_FLOOR, 2000.0))
         _log_axis(ax_p, [0.01, 0.1, 1, 10, 100, 1000])
 
-        self._lat_bars = ax_l.bar([0, 1, 2], [1, 1, 1], color=["tab:blue", "tab:gray", "dimgray"], alpha=0.8)
-        self._timeout_line = ax_l.axhline(1.0, color="tab:purple", ls="-.", lw=1.5, label="lease timeout")
-        ax_l.axhline(cm.LEASE_BUDGET_MS * 1e3, color="crimson", ls="--", lw=1.5, label="10 ms budget")
+        self._lat_bars = ax_l.bar([0, 1, 2], [1, 1, 1], color=[style.color("speculative"), style.color("pessimistic"), style.color("pessimistic")], alpha=0.8)
+        self._timeout_line = ax_l.axhline(1.0, color=style.OKABE_ITO["sky"], ls="-.", lw=2, label="lease timeout")
+        ax_l.axhline(cm.LEASE_BUDGET_MS * 1e3, color=style.color("article"), ls="--", lw=1.5, label="10 ms budget")
         ax_l.set(xticks=[0, 1, 2], xticklabels=["speculative", "lock: mean", "lock: worst"],
-                 ylim=(10, 1.5e6), ylabel="µs to a placement")
-        _log_axis(ax_l, [10, 1e2, 1e3, 1e4, 1e5, 1e6])
-        ax_l.legend(fontsize=7, loc="upper left")
+                 ylim=(10, 1e8), ylabel="µs to a placement")
+        _log_axis(ax_l, [10, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7])
+        ax_l.legend(fontsize=style.SMALL_PT, loc="upper left")
 
         self._expired_text = self._text(ax_l, cm.EXPIRED_MESSAGE)
         self._full_text = self._text(ax_c, cm.FULL_MESSAGE)
@@ -148,26 +149,26 @@ class ConductorExplorer(BlittedExplorer):
             bar.set_linewidth(2.5 if p == sc.policy else 0)
         self._birthday.set_ydata([max(sc.birthday, _FLOOR)] * 2)
         self._full_text.set_visible(sc.view_full)
-        ax_c.set_title(f"conflict rate: C = {sc.concurrent}, {sc.nodes:,} nodes x {sc.slots} slots", fontsize=9)
+        ax_c.set_title(f"conflict rate: C = {sc.concurrent}, {sc.nodes:,} nodes x {sc.slots} slots", fontsize=style.SMALL_PT)
 
         self._sweep_line.set_data([r.utilization for r in sc.sweep],
                                   [max(r.lease_failure_rate, _FLOOR) for r in sc.sweep])
         self._sweep_line.set_markerfacecolor(_COLORS[sc.policy])
         self._here.set_data([sc.utilization], [max(sc.failure_rate, _FLOOR)])
         ax_u.set_title(f"utilization vs lease failures ({sc.policy}, staleness {sc.staleness_ms:g} ms)",
-                       fontsize=9)
+                       fontsize=style.SMALL_PT)
 
         per_k = [sc.preemptions_per_1000(p) for p in POLICIES]
         for bar, v in zip(self._preempt_bars, per_k):
             bar.set_height(max(v, _PRE_FLOOR))
-        ax_p.set_title(f"preemptions, each a {sc.checkpoint_s:.1f} s checkpoint of 80 GB", fontsize=9)
+        ax_p.set_title(f"preemptions, each a {sc.checkpoint_s:.1f} s checkpoint of 80 GB", fontsize=style.SMALL_PT)
 
         spec = sc.speculative_us if math.isfinite(sc.speculative_us) else 1.5e6
         for bar, v in zip(self._lat_bars, (spec, sc.locking_mean_us, sc.locking_worst_us)):
             bar.set_height(v)
         self._timeout_line.set_ydata([sc.timeout_ms * 1e3] * 2)
         self._expired_text.set_visible(not sc.lease_alive)
-        ax_l.set_title(f"decision latency (step {cm.DECISION_US + cm.RTT_US:g} µs = decision + RTT)", fontsize=9)
+        ax_l.set_title(f"decision latency (step {cm.DECISION_US + cm.RTT_US:g} µs = decision + RTT)", fontsize=style.SMALL_PT)
 
 
 def _row(name: str, *cells) -> str:
@@ -183,10 +184,10 @@ def readout_html(sc: cm.ConductorScenario) -> str:
     head = (f"<b>{html.escape(sc.policy)}</b>, C = {sc.concurrent} schedulers, load {sc.load:.2f}, "
             f"staleness {sc.staleness_ms:g} ms &nbsp; <i>({html.escape(backend())} backend, "
             f"{sc.result.trials:,} trials)</i>")
-    verdict = ("<b style='color:green'>below</b>" if sc.meets_article else "<b style='color:crimson'>above</b>")
-    rows = (_row("round conflict rate", _pct(sc.conflict_rate), f"{verdict} the article's 0.001 %")
+    verdict = ("<b style='color:#009E73'>below</b>" if sc.meets_article else "<b style='color:#D55E00'>above</b>")
+    rows = (_row("round conflict rate", _pct(sc.conflict_rate), "rounds with a refused lease")
             + _row("birthday bound (empty, 1 slot)", _pct(sc.birthday), "")
-            + _row("lease failure rate", _pct(sc.failure_rate), "refused / leases")
+            + _row("lease failure rate", _pct(sc.failure_rate), f"{verdict} C26's 0.001 % of leases")
             + _row("utilization", f"{sc.utilization:.1%}", "")
             + _row("preemptions / 1,000 leases", f"{sc.preemptions_per_1000():.1f}",
                    f"{sc.checkpoint_s:.1f} s checkpoint each")
@@ -197,8 +198,8 @@ def readout_html(sc: cm.ConductorScenario) -> str:
         timeout = (f"lease timeout {sc.timeout_ms:.3g} ms: the lease is alive when validated; "
                    f"a vanished holder idles its devices up to {sc.timeout_ms:.3g} ms")
     else:
-        timeout = f"<b style='color:crimson'>{html.escape(cm.EXPIRED_MESSAGE)}</b>"
-    full = f"<br><b style='color:crimson'>{html.escape(cm.FULL_MESSAGE)}</b>" if sc.view_full else ""
+        timeout = f"<b style='color:#D55E00'>{html.escape(cm.EXPIRED_MESSAGE)}</b>"
+    full = f"<br><b style='color:#D55E00'>{html.escape(cm.FULL_MESSAGE)}</b>" if sc.view_full else ""
     return (f"<div class='magnum-readout'>{head}<table cellpadding=2>{rows}</table>{timeout}{full}</div>")
 
 

@@ -26,8 +26,9 @@ from matplotlib.ticker import MaxNLocator
 from magnum_lib import backend
 from magnum_lib.widgets import gossip_model
 from magnum_lib.widgets._base import Explorer, new_figure, slider
+from magnum_lib.widgets import style
 
-_CMAP = colormaps["viridis"].with_extremes(over="crimson", bad="white")
+_CMAP = colormaps["viridis"].with_extremes(over=style.color("article"), bad="white")
 
 
 class GossipExplorer(Explorer):
@@ -65,8 +66,8 @@ class GossipExplorer(Explorer):
             "mode": widgets.Dropdown(description="mode", options=["push", "pull", "pushpull"], value=mode,
                                      style={"description_width": "150px"}),
         }
-        super().__init__(controls, new_figure(10.0, 3.2))
-        self.figure.subplots_adjust(left=0.02, right=0.98, bottom=0.16, top=0.86, wspace=0.3)
+        super().__init__(controls, new_figure(11.0, 3.6))
+        self.figure.subplots_adjust(left=0.02, right=0.98, bottom=0.16, top=0.88, wspace=0.3)
         gs = self.figure.add_gridspec(1, 3, width_ratios=[0.75, 1.1, 1.1])
         self._ax_grid = self.figure.add_subplot(gs[0])
         self._ax_cov = self.figure.add_subplot(gs[1])
@@ -88,7 +89,7 @@ class GossipExplorer(Explorer):
         ax = self._ax_cov
         (self._cov_line,) = ax.plot([], [], lw=2, label="simulated")
         (self._theory_line,) = ax.plot([], [], "k:", lw=1.5, label="mean field")
-        self._quorum_line = ax.axhline(0.5, color="crimson", ls="--", lw=1, label="quorum")
+        self._quorum_line = ax.axhline(0.5, color=style.color("article"), ls="--", lw=1, label="quorum")
         ax.set_ylim(0.0, 1.02)
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.xaxis.set_major_locator(MaxNLocator(4))
@@ -103,8 +104,8 @@ class GossipExplorer(Explorer):
         ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_ylabel("fraction of views")
         self._error_text = self._ax_cov.text(0.5, 0.5, "", transform=self._ax_cov.transAxes, ha="center",
-                                             va="center", color="crimson", fontsize=9, wrap=True,
-                                             visible=False, bbox={"facecolor": "white", "edgecolor": "crimson"})
+                                             va="center", color=style.color("article"), fontsize=style.SMALL_PT, wrap=True,
+                                             visible=False, bbox={"facecolor": "white", "edgecolor": style.color("article")})
 
     def evaluate(self) -> gossip_model.GossipScenario:
         c = self.controls
@@ -122,7 +123,7 @@ class GossipExplorer(Explorer):
         self._error_text.set_visible(not sc.ok)
         if not sc.ok:
             self._error_text.set_text(_wrap(sc.message))
-            self._ax_grid.set_title("invalid setting", fontsize=9)
+            self._ax_grid.set_title("invalid setting", fontsize=style.SMALL_PT)
             return
         res = sc.spread
         grid = sc.grid()
@@ -131,7 +132,7 @@ class GossipExplorer(Explorer):
         self._image.set_clim(0, max(res.rounds, 1))
         self._ax_grid.set_xlim(-0.5, grid.shape[1] - 0.5)
         self._ax_grid.set_ylim(grid.shape[0] - 0.5, -0.5)
-        self._ax_grid.set_title(f"{sc.nodes:,} nodes by round informed", fontsize=8)
+        self._ax_grid.set_title(f"{sc.nodes:,} nodes by round informed", fontsize=style.SMALL_PT)
 
         t = np.arange(res.coverage.size) * sc.interval_ms
         self._cov_line.set_data(t, res.coverage)
@@ -139,13 +140,13 @@ class GossipExplorer(Explorer):
         self._theory_line.set_visible(sc.theory_applies)
         self._ax_cov.set_xlim(0.0, max(t[-1], sc.interval_ms))
         quorum = "never" if math.isnan(sc.quorum_ms) else f"{sc.quorum_ms:g} ms"
-        self._ax_cov.set_title(f"{sc.mode}, k={sc.fanout}: quorum at {quorum}", fontsize=9)
+        self._ax_cov.set_title(f"{sc.mode}, k={sc.fanout}: quorum at {quorum}", fontsize=style.SMALL_PT)
 
         ax = self._ax_stale
         if sc.stale is None:
             self._stairs.set_visible(False)
             self._p99_line.set_visible(False)
-            ax.set_title("staleness: fanout too large for the small cluster", fontsize=9)
+            ax.set_title("staleness: fanout too large for the small cluster", fontsize=style.SMALL_PT)
             return
         hist = np.asarray(sc.stale.histogram, dtype=float)
         frac = hist / hist.sum()
@@ -155,7 +156,7 @@ class GossipExplorer(Explorer):
         self._p99_line.set_xdata([p99, p99])
         ax.set_xlim(0.0, edges[-1])
         ax.set_ylim(0.0, max(float(frac.max()), 1e-3) * 1.1)
-        ax.set_title(f"view age, {sc.stale_nodes} nodes: p99 (black) {p99:g} ms", fontsize=9)
+        ax.set_title(f"view age, {sc.stale_nodes} nodes: p99 (black) {p99:g} ms", fontsize=style.SMALL_PT)
 
 
 def _wrap(text: str, width: int = 40) -> str:

@@ -27,10 +27,10 @@ from magnum_lib import backend
 from magnum_lib.planner.snapshot import BANDWIDTH_TIERS_GBPS
 from magnum_lib.widgets import oracle_model
 from magnum_lib.widgets._base import SLIDER_STYLE, Explorer, new_figure, slider
+from magnum_lib.widgets import style
 
 _CMAP = colormaps["viridis"].with_extremes(bad="#e8e8e8")
-COLORS = {"article": "crimson", "greedy": "darkorange", "assignment": "purple", "flow": "forestgreen",
-          "lp": "royalblue"}
+COLORS = {a: style.color(a) for a in ("article", "greedy", "assignment", "flow", "lp")}
 HISTORY = 40
 """Runs kept per algorithm on the cost-vs-time plot."""
 # Fixed tick positions on the log axes: matplotlib's log locators add minor tick labels
@@ -80,7 +80,7 @@ class OracleExplorer(Explorer):
         self.reference = (oracle_model.reference_points(racks, jobs, weight, seed=self.seed)
                           if reference else {})
         self.history = {a: [] for a in oracle_model.ALGORITHMS}
-        super().__init__(controls, new_figure(9.0, 3.1))
+        super().__init__(controls, new_figure(10.5, 3.8))
         self.figure.subplots_adjust(left=0.1, right=0.98, bottom=0.16, top=0.88, wspace=0.3)
         gs = self.figure.add_gridspec(1, 2, width_ratios=[1.25, 1.0])
         self._ax_racks = self.figure.add_subplot(gs[0])
@@ -101,29 +101,32 @@ class OracleExplorer(Explorer):
         ax.set_xlabel("rack (within its bandwidth tier)")
         ax.xaxis.set_major_locator(MaxNLocator(6, integer=True))  # few labels: text is most of a render
         # Titles are plain texts: a real title re-measures the axes' tick labels on every render.
-        self._racks_title = ax.text(0.5, 1.03, "", transform=ax.transAxes, ha="center", fontsize=9)
+        self._racks_title = ax.text(0.5, 1.03, "", transform=ax.transAxes, ha="center", fontsize=style.SMALL_PT)
         # No colorbar (its ticks cost as much as a plot): the title names the scale.
         self._error_text = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
-                                   color="crimson", fontsize=9, visible=False,
-                                   bbox={"facecolor": "white", "edgecolor": "crimson"})
+                                   color=style.color("article"), fontsize=style.SMALL_PT, visible=False,
+                                   bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax = self._ax_cost
         self._ref, self._hist = {}, {}
         for algo, color in COLORS.items():
             ms, ratio = self.reference.get(algo, (math.nan, math.nan))
             (self._ref[algo],) = ax.plot([ms], [ratio], "o", mfc="none", mec=color, ms=10, mew=1.5)
             (self._hist[algo],) = ax.plot([], [], "o", color=color, ms=5, alpha=0.6)
+            if math.isfinite(ratio):  # direct labels instead of a legend (a legend's layout is slow)
+                ax.annotate(algo, (ms, ratio), xytext=(7, 5), textcoords="offset points", color=color,
+                            fontsize=style.SMALL_PT)
         (self._star,) = ax.plot([], [], "*", ms=16, mec="black", mew=0.8)
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis, ticks in ((ax.xaxis, _MS_TICKS), (ax.yaxis, _RATIO_TICKS)):
             axis.set_major_locator(FixedLocator(ticks))
-            axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            axis.set_major_formatter(FuncFormatter(lambda v, _pos: style.decade_label(v)))
             axis.set_minor_locator(NullLocator())
-        self._cost_title = ax.text(0.5, 1.03, "", transform=ax.transAxes, ha="center", fontsize=9)
+        self._cost_title = ax.text(0.5, 1.03, "", transform=ax.transAxes, ha="center", fontsize=style.SMALL_PT)
         ax.set_xlabel("planning time (ms)")
         ax.set_ylabel("cost / LP lower bound")
-        # No legend (laying one out costs ~30 ms a render): the readout names the colours.
+        # No legend (laying one out costs ~30 ms a render): direct labels name the algorithms.
 
     def evaluate(self) -> oracle_model.OracleScenario:
         c = self.controls

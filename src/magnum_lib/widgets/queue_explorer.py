@@ -24,6 +24,7 @@ import numpy as np
 from magnum_lib import backend
 from magnum_lib.widgets import queue_model
 from magnum_lib.widgets._base import Explorer, new_figure, slider
+from magnum_lib.widgets import style
 
 _BINS = 60
 
@@ -80,15 +81,15 @@ class QueueExplorer(Explorer):
         ax = self._ax
         edges = np.linspace(0.0, 1.0, _BINS + 1)
         self._stairs = ax.stairs(np.zeros(_BINS), edges, fill=True, alpha=0.5, label="simulated pods")
-        self._sla_line = ax.axvline(self.sla_ms, color="crimson", ls="--", lw=2, label=f"SLA {self.sla_ms:g} ms")
-        self._p99_line = ax.axvline(0.0, color="black", lw=2, label="p99 simulated")
-        self._theory_line = ax.axvline(0.0, color="tab:orange", ls=":", lw=2, label="p99 theory (M/M/c)")
+        self._sla_line = ax.axvline(self.sla_ms, color=style.color("article"), ls="--", lw=2, label=f"SLA {self.sla_ms:g} ms")
+        self._p99_line = ax.axvline(0.0, color=style.OKABE_ITO["blue"], lw=2, label="p99 simulated")
+        self._theory_line = ax.axvline(0.0, color=style.color("theory"), ls=":", lw=2, label="p99 theory (M/M/c)")
         self._unstable_text = ax.text(0.5, 0.5, queue_model.UNSTABLE_MESSAGE, transform=ax.transAxes,
-                                      ha="center", va="center", color="crimson", fontsize=13, visible=False,
-                                      bbox={"facecolor": "white", "edgecolor": "crimson"})
+                                      ha="center", va="center", color=style.color("article"), fontsize=13, visible=False,
+                                      bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax.set_xlabel("time from arrival to placement (ms)")
         ax.set_ylabel("fraction of pods")
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper right", fontsize=style.SMALL_PT)
 
     def evaluate(self) -> queue_model.QueueScenario:
         return queue_model.evaluate(
