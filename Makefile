@@ -16,7 +16,7 @@ BUILD_LOG := build/build.log
 LAB_OVERRIDES := lab-settings/overrides.json
 LAB_SETTINGS  := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: lab test test-debug build venv unit unit-python notebooks browser chromium bench wheel-check clean help
+.PHONY: lab test test-debug build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
 
 help:
 	@echo "make lab     - install (first time) and start JupyterLab on notebooks/ (127.0.0.1)"
@@ -25,6 +25,7 @@ help:
 	@echo "make test-debug - rebuild with bounds checks on, run the kernels' parity tests, rebuild"
 	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
 	@echo "make wheel-check - build the wheel, install it in a fresh venv, run the README's commands"
+	@echo "make reset   - restore the notebooks to their committed state (your edits are lost)"
 
 venv: $(STAMP)
 
@@ -102,7 +103,9 @@ test: build chromium
 KERNEL_TESTS := tests/test_engine_heap.py tests/test_engine_queue.py tests/test_node_ring.py \
 	tests/test_node_balance.py tests/test_node_dispatcher.py tests/test_gossip_sim.py \
 	tests/test_gossip_bloom.py tests/test_planner_assignment.py tests/test_regional_validator.py \
-	tests/test_regional_contention.py tests/test_graph_packing.py
+	tests/test_regional_contention.py tests/test_graph_packing.py tests/test_graph_packing_simple.py \
+	tests/test_gossip_kernels.py tests/test_teaching_forms.py tests/test_regional_checkpoint_time.py \
+	tests/test_cli_fuzz.py
 
 test-debug: $(STAMP)
 	@MAGNUM_CYTHON_DEBUG=1 $(MAKE) --no-print-directory build
@@ -118,6 +121,10 @@ bench: build
 # command of the README's "The command line" block from a directory outside the checkout.
 wheel-check: $(STAMP)
 	$(PY) scripts/check_wheel.py
+
+# Restore notebooks/ to the committed state (a learner's edits and outputs are lost).
+reset:
+	sh scripts/reset_notebooks.sh
 
 clean:
 	rm -rf build *.egg-info test-artifacts
