@@ -107,8 +107,8 @@ cdef class Core:
     cdef public object p
     cdef int64_t n_nodes, n_req, n_types, n_cls, n_sched, round_ns, rtt_half_ns, c_round_ns
     cdef int64_t c_dec_ns, c_node_ns, c_val_ns, quantum_ns, policy, view_mode, preempt
-    cdef int64_t micro_ns, hedge_ns, node_queue, lease_ns, max_attempts, gossip_ns, ring_m
-    cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, seed, part_start_ns, part_end_ns
+    cdef int64_t micro_ns, hedge_milli, node_queue, lease_ns, max_attempts, gossip_ns, ring_m
+    cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, scan_limit, piggyback, seed, part_start_ns, part_end_ns
     cdef uint64_t rng
     cdef Heap heap
     cdef int64_t now, next_arr, next_round, busy_until, tick, ntrace
@@ -146,9 +146,9 @@ cdef class Core:
         self.p = dict(zip(_ref.PARAMS, vals))
         (self.n_nodes, self.n_req, self.n_types, self.n_cls, self.n_sched, self.round_ns, self.rtt_half_ns,
          self.c_round_ns, self.c_dec_ns, self.c_node_ns, self.c_val_ns, self.quantum_ns, self.policy,
-         self.view_mode, self.preempt, self.micro_ns, self.hedge_ns, self.node_queue, self.lease_ns,
+         self.view_mode, self.preempt, self.micro_ns, self.hedge_milli, self.node_queue, self.lease_ns,
          self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
-         self.train_prio, self.draws, self.seed, self.part_start_ns, self.part_end_ns) = vals
+         self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns) = vals
         for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight",
                      "view_busy", "view_train", "view_time", "snap_busy", "snap_train", "lag", "part", "own",
                      "own_tick", "q_head", "q_tail", "arr", "cls", "status", "start", "finish", "node",
@@ -270,7 +270,7 @@ cdef class Core:
 
     # -- placement -----------------------------------------------------------------
     cdef int64_t _pick_random(self, int64_t s, int64_t lo, int64_t n, bint cp, int64_t* t_left) noexcept nogil:
-        cdef int64_t last = 0, k, i, j
+        cdef int64_t last = 0, k, i, j, lim = n if n < self.scan_limit else self.scan_limit
         while t_left[0] > 0:
             t_left[0] -= 1
             k = <int64_t> self._rand(n)
@@ -279,7 +279,7 @@ cdef class Core:
             i = self.pool_nodes[lo + k]
             if self._avail(s, i, cp) > 0:
                 return i
-        for j in range(n):
+        for j in range(lim):
             self.cnt[K_EXAMINED] += 1
             i = self.pool_nodes[lo + (last + j) % n]
             if self._avail(s, i, cp) > 0:
@@ -428,7 +428,7 @@ cdef class Core:
         self._schedule_round(t_back)
 
     cdef void _start_copy(self, int64_t c, int64_t i, int64_t t, int64_t borrowed) noexcept nogil:
-        cdef int64_t r = c >> 1, cl, base, dur
+        cdef int64_t r = c >> 1, cl, base, dur, thr
         cdef double mult
         cl = self.cls[r]
         base = self.service[cl * self.n_types + self.node_type[i]]
@@ -444,8 +444,9 @@ cdef class Core:
             self.status[r] = ST_RUN
             self.start[r] = t
             self._trace(r, t, TR_START, i)
-            if self.hedge_ns > 0 and dur > self.hedge_ns:
-                self._push(t + self.hedge_ns, r, EV_HEDGE)
+            thr = base * self.hedge_milli // 1000  # hedge past hedge_factor x expected time
+            if self.hedge_milli > 0 and dur > thr:
+                self._push(t + thr, r, EV_HEDGE)
 
     cdef void _accept_start(self, int64_t r, int64_t i, int64_t tv, int64_t extra, int64_t borrowed) noexcept nogil:
         cdef int64_t t = self._align(tv + extra)
@@ -453,6 +454,15 @@ cdef class Core:
         self._start_copy(2 * r, i, t, borrowed)
 
     cdef void _lease(self, int64_t r, int64_t ta) noexcept nogil:
+        cdef int64_t i
+        self._lease_decide(r, ta)
+        if self.piggyback and self.view_mode != VIEW_FRESH:
+            i = self.node[r]
+            self.view_busy[i] = self._busy(i)
+            self.view_train[i] = self.train[i]
+            self.view_time[i] = ta
+
+    cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
         cdef int64_t i = self.node[r], tv, c, sh, d, ck, since, lo, hi
         cdef bint can_preempt
         if self.view_mode == VIEW_FRESH:
@@ -598,8 +608,8 @@ cdef class Core:
         cdef bint in_part = self.part_start_ns <= t < self.part_end_ns
         slot = k % m
         for i in range(self.n_nodes):
-            self.snap_busy[i * m + slot] = self._busy(i)
-            self.snap_train[i * m + slot] = self.train[i]
+            self.snap_busy[slot * self.n_nodes + i] = self._busy(i)
+            self.snap_train[slot * self.n_nodes + i] = self.train[i]
             if in_part and self.part[i]:
                 continue
             lg = self.lag[i]
@@ -607,7 +617,7 @@ cdef class Core:
                 lg = k
             if lg > m - 1:
                 lg = m - 1
-            src = i * m + (k - lg) % m
+            src = ((k - lg) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
             self.view_busy[i] = self.snap_busy[src]
             self.view_train[i] = self.snap_train[src]
             self.view_time[i] = t - lg * self.gossip_ns

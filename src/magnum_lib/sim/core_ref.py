@@ -73,8 +73,8 @@ TRACE_ROWS = 64
 # Integer parameters, in this order (the wiring builds the list).
 PARAMS = ("n_nodes", "n_req", "n_types", "n_cls", "n_sched", "round_ns", "rtt_half_ns", "c_round_ns",
           "c_dec_ns", "c_node_ns", "c_val_ns", "quantum_ns", "policy", "view_mode", "preempt",
-          "micro_ns", "hedge_ns", "node_queue", "lease_ns", "max_attempts", "gossip_ns", "ring_m",
-          "trace_id", "ckpt_interval_ns", "train_prio", "draws", "seed", "part_start_ns", "part_end_ns")
+          "micro_ns", "hedge_milli", "node_queue", "lease_ns", "max_attempts", "gossip_ns", "ring_m",
+          "trace_id", "ckpt_interval_ns", "train_prio", "draws", "scan_limit", "piggyback", "seed", "part_start_ns", "part_end_ns")
 
 
 def xorshift(state: int) -> int:
@@ -177,7 +177,7 @@ class Core:
 
     # -- placement -------------------------------------------------------------
     def _pick_random(self, s, lo, n, cp, t_left):
-        """Next fitting random draw from pool nodes[lo:lo+n]; then a scan from the last draw."""
+        """Next fitting random draw from pool nodes[lo:lo+n]; then up to ``scan_limit`` nodes from the last draw."""
         A = self.A
         nodes = A["pool_nodes"]
         last = 0
@@ -189,7 +189,7 @@ class Core:
             i = int(nodes[lo + k])
             if self._avail(s, i, cp) > 0:
                 return i
-        for j in range(n):
+        for j in range(min(n, self.scan_limit)):
             A["cnt"][K_EXAMINED] += 1
             i = int(nodes[lo + (last + j) % n])
             if self._avail(s, i, cp) > 0:
@@ -340,8 +340,9 @@ class Core:
             A["status"][r] = ST_RUN
             A["start"][r] = t
             self._trace(r, t, TR_START, i)
-            if self.hedge_ns > 0 and dur > self.hedge_ns:
-                self._push(t + self.hedge_ns, r, EV_HEDGE)
+            thr = base * self.hedge_milli // 1000  # hedge past hedge_factor x expected time
+            if self.hedge_milli > 0 and dur > thr:
+                self._push(t + thr, r, EV_HEDGE)
 
     def _accept_start(self, r, i, tv, extra, borrowed):
         A = self.A
@@ -350,6 +351,16 @@ class Core:
         self._start_copy(2 * r, i, t, borrowed)
 
     def _lease(self, r, ta):
+        """A lease reaches its node; the reply carries the node's state back (``piggyback``)."""
+        self._lease_decide(r, ta)
+        if self.piggyback and self.view_mode != VIEW_FRESH:
+            A = self.A
+            i = int(A["node"][r])
+            A["view_busy"][i] = self._busy(i)
+            A["view_train"][i] = A["train"][i]
+            A["view_time"][i] = ta
+
+    def _lease_decide(self, r, ta):
         A = self.A
         cnt = A["cnt"]
         i = int(A["node"][r])
@@ -496,13 +507,14 @@ class Core:
         slot = k % m
         in_part = self.part_start_ns <= t < self.part_end_ns
         for i in range(self.n_nodes):
-            A["snap_busy"][i * m + slot] = self._busy(i)
-            A["snap_train"][i * m + slot] = A["train"][i]
+            A["snap_busy"][slot * self.n_nodes + i] = self._busy(i)
+            A["snap_train"][slot * self.n_nodes + i] = A["train"][i]
             if in_part and A["part"][i]:
                 continue  # cut off: the scheduler's entry for i stays as it was
             lag = min(int(A["lag"][i]), k, m - 1)
-            A["view_busy"][i] = A["snap_busy"][i * m + (k - lag) % m]
-            A["view_train"][i] = A["snap_train"][i * m + (k - lag) % m]
+            src = ((k - lag) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
+            A["view_busy"][i] = A["snap_busy"][src]
+            A["view_train"][i] = A["snap_train"][src]
             A["view_time"][i] = t - lag * self.gossip_ns
         self.tick = k
         A["cnt"][K_GOSSIP] += 1

@@ -185,7 +185,9 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     train = np.bincount(sh_node, weights=sh_dev, minlength=n).astype(np.int64)
     inf_dev = int(node_dev.sum() - train.sum())
     shares = np.array([c.share for c in cfg.classes])
-    ref_time = np.array([times[c, type_order(cfg, times, energy, c)[0]] for c in range(C)])
+    # Load: offered work on each request's fastest eligible type present, over the free devices.
+    present = np.isin(np.arange(T), node_type)
+    ref_time = np.array([times[c][present].min() for c in range(C)])
     rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ ref_time)
 
     arr = _arrivals(cfg, rate, rng)
@@ -224,7 +226,12 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     for s in range(S):
         for c in range(C):
             order = type_order(cfg, times, energy, c)
-            groups = [[t] for t in order] if cfg.hetero_aware else [sorted(order)]
+            if cfg.hetero_aware:  # the cost model: types meeting the SLA first, then the rest
+                meets = sorted(t for t in order if times[c, t] <= cfg.classes[c].sla_s)
+                rest = sorted(t for t in order if times[c, t] > cfg.classes[c].sla_s)
+                groups = [g for g in (meets, rest) if g]
+            else:  # one size fits all: any eligible device
+                groups = [sorted(order)]
             for g in groups:
                 cpool.append(pool_for(s, g))
             cpool_off.append(len(cpool))
@@ -256,7 +263,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         node_dev=node_dev, node_type=node_type, node_ckpt_ns=ckpt.astype(np.int64),
         run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
         view_busy=z(n), view_train=train.copy(), view_time=z(n),
-        snap_busy=z(n * ring_m), snap_train=np.repeat(train, ring_m), lag=z(n), part=part,
+        snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
         own=z(S * n), own_tick=np.full(S * n, -1, dtype=np.int64),
         q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
         arr=np.rint(arr * NS_PER_S).astype(np.int64), cls=cls, noise=noise.astype(np.float64),
@@ -285,10 +292,10 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
              policy=("random", "scan", "two-choices", "hash", "hints").index(cfg.policy),
              view_mode=("fresh", "round", "gossip").index(cfg.view),
              preempt=("none", "checkpoint", "micro").index(cfg.preempt), micro_ns=_ns(cfg.micro_preempt_s),
-             hedge_ns=_ns(cfg.hedge_after_s), node_queue=cfg.node_queue, lease_ns=_ns(cfg.lease_timeout_s),
+             hedge_milli=int(round(cfg.hedge_factor * 1000)), node_queue=cfg.node_queue, lease_ns=_ns(cfg.lease_timeout_s),
              max_attempts=cfg.max_attempts, gossip_ns=max(1, _ns(cfg.gossip_interval_s)), ring_m=ring_m,
              trace_id=trace_id, ckpt_interval_ns=max(1, _ns(cfg.checkpoint_interval_s)), train_prio=0,
-             draws=cfg.draws, seed=int(rng.integers(2**62)),
+             draws=cfg.draws, scan_limit=cfg.scan_limit, piggyback=int(cfg.piggyback), seed=int(rng.integers(2**62)),
              part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
              part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1)
     params = [P[k] for k in K.PARAMS]
