@@ -509,7 +509,7 @@ cdef class Core:
             self.cnt[K_ACCEPT_CKPT] += 1
             self._accept_start(r, i, tv, ck, 0)
             return
-        if self.qlen[i] < self.node_queue:
+        if self.qlen[i] < self.node_queue and self.run[i] + self.hold[i] > 0:
             self.cnt[K_ACCEPT] += 1
             self.cnt[K_QUEUED] += 1
             self.ready[r] = tv

@@ -404,7 +404,9 @@ class Core:
             cnt[K_ACCEPT_CKPT] += 1
             self._accept_start(r, i, tv, ck, 0)
             return
-        if A["qlen"][i] < self.node_queue:
+        # Queue only behind inference (or a checkpoint) that will free a device; a node
+        # whose devices all run training would keep the request forever.
+        if A["qlen"][i] < self.node_queue and A["run"][i] + A["hold"][i] > 0:
             cnt[K_ACCEPT] += 1
             cnt[K_QUEUED] += 1
             A["ready"][r] = tv  # dispatch wait counts from validation

@@ -155,6 +155,7 @@ class RegionRun:
         self.inference_devices = n_inf_dev
         self.util_t: list = []
         self.util: list = []
+        self.running: list = []  # inference copies running at each chunk end (Little's law)
         self.wall_s = 0.0
 
 
@@ -346,6 +347,7 @@ def run_region(run: RegionRun, progress=None) -> RegionRun:
                 _digest(run, t)
             A["lag"][:] = run.rng.choice(run.lag_dist, size=len(A["lag"]))
             run.core.sample_view_age(t)
+        run.running.append(int(A["run"].sum()))
         used = A["run"] + A["train"] + A["hold"]
         run.util_t.append(t)
         run.util.append(np.bincount(A["node_type"], weights=used, minlength=len(run.type_keys)) / dev_by_type)
