@@ -91,7 +91,7 @@ def _check_invariants(run, drained):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(preset=st.sampled_from(EVOLUTION), load=st.floats(0.1, 1.5), seed=st.integers(0, 10**6),
        rtt=st.sampled_from([0.0, 1e-4, 2e-3]), schedulers=st.integers(1, 4),
-       view=st.sampled_from(["fresh", "round", "gossip"]), preempt=st.sampled_from(["none", "checkpoint", "micro"]),
+       view=st.sampled_from(["fresh", "round", "gossip"]), preempt=st.sampled_from(["none", "kill", "checkpoint", "micro"]),
        node_queue=st.integers(0, 3), hedge=st.sampled_from([0.0, 1.1, 2.0]), attempts=st.integers(1, 6),
        quantum=st.sampled_from([0.0, 2.5e-4]))
 def test_invariants_hold_and_a_drained_run_accounts_for_everything(preset, load, seed, rtt, schedulers, view,

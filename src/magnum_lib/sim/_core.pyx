@@ -333,19 +333,23 @@ cdef class Core:
         return a
 
     cdef int64_t _place(self, int64_t s, int64_t r) noexcept nogil:
-        cdef int64_t c = self.cls[r], h, i, k, q
-        cdef bint cp = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio
-        if self.policy == POL_HINTS:
-            for h in range(self.hint_off[c], self.hint_off[c + 1]):
-                i = self.hint_nodes[h]
-                self.cnt[K_EXAMINED] += 1
-                if self._avail(s, i, cp) > 0:
+        cdef int64_t c = self.cls[r], h, i, k, q, npass, ps
+        cdef bint may_preempt = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio
+        cdef bint cp
+        npass = 2 if may_preempt else 1
+        for ps in range(npass):  # free devices first, preemption second
+            cp = ps == 1
+            if self.policy == POL_HINTS:
+                for h in range(self.hint_off[c], self.hint_off[c + 1]):
+                    i = self.hint_nodes[h]
+                    self.cnt[K_EXAMINED] += 1
+                    if self._avail(s, i, cp) > 0:
+                        return i
+            k = s * self.n_cls + c
+            for q in range(self.cpool_off[k], self.cpool_off[k + 1]):
+                i = self._place_pool(s, r, self.cpool[q], cp)
+                if i >= 0:
                     return i
-        k = s * self.n_cls + c
-        for q in range(self.cpool_off[k], self.cpool_off[k + 1]):
-            i = self._place_pool(s, r, self.cpool[q], cp)
-            if i >= 0:
-                return i
         return -1
 
     # -- events --------------------------------------------------------------------

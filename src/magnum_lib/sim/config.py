@@ -113,7 +113,7 @@ class SimConfig:
     partition_s: float = 0.0
     partition_fraction: float = 0.0
     # node
-    preempt: str = "checkpoint"  # none, checkpoint, micro
+    preempt: str = "checkpoint"  # none, kill (evict at once, lose work), checkpoint, micro
     micro_preempt_s: float = 20e-6
     checkpoint_bandwidth: float = 25e9  # regional.validator.DEFAULT_CHECKPOINT_BANDWIDTH
     checkpoint_interval_s: float = 600.0
@@ -152,26 +152,28 @@ PRESETS = {
     # with a fresh view (it owns the state), no preemption, no node dispatcher.
     "borg_like": dict(scope="cell", policy="scan", view="fresh", preempt="none", round_s=1e-6,
                       c_node_s=400e-9, c_decision_s=5e-6, digest_interval_s=0.0, max_attempts=10_000),
-    # 2016: + priority preemption of training (checkpointed).
-    "borg_plus": dict(scope="cell", policy="scan", view="fresh", preempt="checkpoint", round_s=1e-6,
+    # 2016: + priority preemption of training. Borg preempts by killing the victim (it is
+    # rescheduled and loses the work since its last checkpoint), so no checkpoint delay.
+    "borg_plus": dict(scope="cell", policy="scan", view="fresh", preempt="kill", round_s=1e-6,
                       c_node_s=400e-9, c_decision_s=5e-6, digest_interval_s=0.0, max_attempts=10_000),
     # 2019: consistent hashing of requests to nodes: no scan, no view; the owner queues.
-    "cheetah": dict(scope="region", schedulers=4, policy="hash", view="fresh", preempt="checkpoint",
+    "cheetah": dict(scope="region", schedulers=4, policy="hash", view="fresh", preempt="kill",
                     round_s=1e-6, node_queue=1_000_000, digest_interval_s=0.0),
     # 2021: regional schedulers, speculative leases on gossip views, retries on refusal.
+    # Rounds every 3.7 ms: C25's 270 rounds per second.
     "magnum_v1": dict(scope="region", schedulers=4, policy="two-choices", view="gossip",
-                      preempt="checkpoint", round_s=0.001),
+                      preempt="checkpoint", round_s=0.0037),
     # 2023: + heterogeneity-aware dispatch (cost model), graph pre-reservation, the Bouncer
     # (micro-preemption, 250 us quantum) and tail hedging. C22 hedges past "5 ms"; our
     # requests last 20-100 ms, so a copy is hedged when it has run twice its expected
     # (roofline) time instead: about 4% of requests with service_cv 0.5.
     "magnum_v2": dict(scope="region", schedulers=4, policy="two-choices", view="gossip",
-                      preempt="micro", round_s=0.001, hetero_aware=True, pre_reserve=True,
+                      preempt="micro", round_s=0.0037, hetero_aware=True, pre_reserve=True,
                       quantum_s=250e-6, hedge_factor=2.0),
 }
 
 _CHOICES = {"scope": ("region", "cell"), "policy": ("random", "scan", "two-choices", "hash", "hints"),
-            "view": ("fresh", "round", "gossip"), "preempt": ("none", "checkpoint", "micro"),
+            "view": ("fresh", "round", "gossip"), "preempt": ("none", "kill", "checkpoint", "micro"),
             "service": ("roofline", "exp")}
 # (lo, hi, lo_open): ranges of the numeric knobs.
 _RANGES = {

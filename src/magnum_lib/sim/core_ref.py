@@ -241,20 +241,22 @@ class Core:
         return a
 
     def _place(self, s, r):
+        """Node for request r by scheduler s, or -1: free devices first, preemption second."""
         A = self.A
         c = int(A["cls"][r])
-        cp = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio
-        if self.policy == POL_HINTS:  # the planner's ranked nodes first
-            for h in range(int(A["hint_off"][c]), int(A["hint_off"][c + 1])):
-                i = int(A["hint_nodes"][h])
-                A["cnt"][K_EXAMINED] += 1
-                if self._avail(s, i, cp) > 0:
+        may_preempt = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio
+        for cp in ((False, True) if may_preempt else (False,)):
+            if self.policy == POL_HINTS:  # the planner's ranked nodes first
+                for h in range(int(A["hint_off"][c]), int(A["hint_off"][c + 1])):
+                    i = int(A["hint_nodes"][h])
+                    A["cnt"][K_EXAMINED] += 1
+                    if self._avail(s, i, cp) > 0:
+                        return i
+            k = s * self.n_cls + c
+            for q in range(int(A["cpool_off"][k]), int(A["cpool_off"][k + 1])):
+                i = self._place_pool(s, r, int(A["cpool"][q]), cp)
+                if i >= 0:
                     return i
-        k = s * self.n_cls + c
-        for q in range(int(A["cpool_off"][k]), int(A["cpool_off"][k + 1])):
-            i = self._place_pool(s, r, int(A["cpool"][q]), cp)
-            if i >= 0:
-                return i
         return -1
 
     # -- events ----------------------------------------------------------------

@@ -244,6 +244,8 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     node_shard_off = np.concatenate([[0], np.cumsum(np.bincount(sh_node, minlength=n))]).astype(np.int64)
     mem = np.array([cat[k].memory_bytes for k in keys], dtype=np.float64)
     ckpt = np.rint(mem[node_type] * cfg.training_memory_fraction / cfg.checkpoint_bandwidth * NS_PER_S)
+    if cfg.preempt == "kill":  # evicted at once: no checkpoint delay, the work since the last is lost
+        ckpt[:] = 0
 
     # Gossip: rounds for a node's update to reach the scheduler, from the dissemination layer.
     lag_dist = np.zeros(1, dtype=np.int64)
@@ -292,7 +294,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
              c_node_ns=_ns(cfg.c_node_s), c_val_ns=_ns(cfg.c_validate_s), quantum_ns=_ns(cfg.quantum_s),
              policy=("random", "scan", "two-choices", "hash", "hints").index(cfg.policy),
              view_mode=("fresh", "round", "gossip").index(cfg.view),
-             preempt=("none", "checkpoint", "micro").index(cfg.preempt), micro_ns=_ns(cfg.micro_preempt_s),
+             preempt={"none": 0, "kill": 1, "checkpoint": 1, "micro": 2}[cfg.preempt], micro_ns=_ns(cfg.micro_preempt_s),
              hedge_milli=int(round(cfg.hedge_factor * 1000)), node_queue=cfg.node_queue, lease_ns=_ns(cfg.lease_timeout_s),
              max_attempts=cfg.max_attempts, gossip_ns=max(1, _ns(cfg.gossip_interval_s)), ring_m=ring_m,
              trace_id=trace_id, ckpt_interval_ns=max(1, _ns(cfg.checkpoint_interval_s)), train_prio=0,
