@@ -20,48 +20,79 @@ def _pct_ms(ns) -> dict:
     return {k: float(x) for k, x in zip(_QNAMES, v)}
 
 
-def summarize(runs, wall_s: float) -> dict:
-    """One JSON-ready dict for the runs of every region (counts add, samples pool)."""
-    cfg = runs[0].cfg
-    keys = runs[0].type_keys
-    cnt = sum(r.A["cnt"] for r in runs)
-    cat = lambda name: np.concatenate([r.A[name] for r in runs])  # noqa: E731
-    status, start, arr, finish, cls = cat("status"), cat("start"), cat("arr"), cat("finish"), cat("cls")
-    comp = np.concatenate([r.A["comp"] for r in runs])
+#: Rows of the latency breakdown kept per region (a seeded sample; means use every request).
+BREAKDOWN_SAMPLE = 200_000
+
+
+def digest(run) -> dict:
+    """What the summary needs from one region, compact (a few bytes per request) and picklable.
+
+    A Dask worker returns this for its region; :func:`summarize` pools digests.
+    """
+    A = run.A
+    status, start, arr, finish, cls = A["status"], A["start"], A["arr"], A["finish"], A["cls"]
     started = start >= 0
-    dl = (start - arr)[started]
     done = status == K.ST_DONE
-    e2e = (finish - arr)
-    comps = comp[started]
-    breakdown = {name: {"mean": float(comps[:, k].mean() / 1e6) if len(comps) else None,
-                        **_pct_ms(comps[:, k])} for k, name in enumerate(COMPONENTS)}
+    comp = A["comp"][started]
+    rng = np.random.default_rng([run.cfg.seed, 99, int(run.params[K.PARAMS.index("seed")] % 2**31)])
+    sample = comp if len(comp) <= BREAKDOWN_SAMPLE else comp[np.sort(rng.choice(len(comp), BREAKDOWN_SAMPLE,
+                                                                                   replace=False))]
+    return {
+        "cfg": run.cfg, "type_keys": run.type_keys, "power_w": run.power_w, "rate": run.rate,
+        "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
+        "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
+        "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
+        "comp_sum": comp.sum(axis=0), "comp_n": len(comp), "comp_sample": sample,
+        "n": len(status), "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
+        "in_flight": int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum()), "started": int(started.sum()),
+        "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),
+        "dev_by_type": np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys)),
+        "util_t": list(run.util_t), "util": np.array(run.util), "waiting_shards": int((A["shard_state"] == 1).sum()),
+        "lag_mean": float(np.mean(run.lag_dist)), "trace": A["trace"].copy(),
+        "backend": "python" if run.core.__class__.__module__.endswith("_ref") else "compiled",
+    }
+
+
+def summarize(digests, wall_s: float) -> dict:
+    """One JSON-ready dict for the digests of every region (counts add, samples pool)."""
+    runs = [d if isinstance(d, dict) else digest(d) for d in digests]
+    cfg = runs[0]["cfg"]
+    keys = runs[0]["type_keys"]
+    cnt = sum(r["cnt"] for r in runs)
+    cat = lambda name: np.concatenate([r[name] for r in runs])  # noqa: E731
+    dl, e2e, e2e_cls = cat("dl"), cat("e2e"), cat("e2e_cls")
+    sample = cat("comp_sample")
+    comp_sum, comp_n = sum(r["comp_sum"] for r in runs), sum(r["comp_n"] for r in runs)
+    breakdown = {name: {"mean": float(comp_sum[k] / comp_n / 1e6) if comp_n else None,
+                        **_pct_ms(sample[:, k])} for k, name in enumerate(COMPONENTS)}
     sla, e2e_ms = {}, {}
+    cls_count = sum(r["cls_count"] for r in runs)
     for c, rc in enumerate(cfg.classes):
-        m = cls == c
-        ok = done & m & (e2e <= round(rc.sla_s * NS_PER_S))
-        sla[rc.name] = float(ok.sum() / m.sum()) if m.sum() else None
-        e2e_ms[rc.name] = _pct_ms(e2e[done & m])
-    dev = sum(np.bincount(r.A["node_type"], weights=r.A["node_dev"], minlength=len(keys)) for r in runs)
+        mine = e2e[e2e_cls == c]
+        sla[rc.name] = float((mine <= round(rc.sla_s * NS_PER_S)).sum() / cls_count[c]) if cls_count[c] else None
+        e2e_ms[rc.name] = _pct_ms(mine)
+    dev = sum(r["dev_by_type"] for r in runs)
     horizon_ns = cfg.duration_s * NS_PER_S
-    busy = sum(r.A["busy_type"] for r in runs)
-    util_series = np.mean([np.array(r.util) for r in runs], axis=0) if runs[0].util else np.zeros((0, len(keys)))
-    energy = float(sum(busy[t] / NS_PER_S * runs[0].power_w[t] for t in range(len(keys))))
+    busy = sum(r["busy_type"] for r in runs)
+    util_series = (np.mean([r["util"] for r in runs], axis=0) if len(runs[0]["util"])
+                   else np.zeros((0, len(keys))))
+    energy = float(sum(busy[t] / NS_PER_S * runs[0]["power_w"][t] for t in range(len(keys))))
     leases = int(cnt[K.K_LEASES])
     refused = int(cnt[K.K_REFUSED] + cnt[K.K_EXPIRED])
-    n = len(status)
-    in_flight = int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum())
-    tr = runs[0].A["trace"]
+    n = sum(r["n"] for r in runs)
+    done = sum(r["done"] for r in runs)
+    dropped = sum(r["dropped"] for r in runs)
     trace = [{"t_ms": float(t / 1e6), "event": TRACE_EVENTS[e], "node": int(nd)}
-             for t, e, nd in tr if e >= 0]
+             for t, e, nd in runs[0]["trace"] if e >= 0]
     ages = cnt[K.K_VIEW_SAMPLES]
     sim_s = cfg.duration_s
     return {
         "preset_config": {k: v for k, v in cfg.to_dict().items() if k != "classes"},
-        "backend": "python" if runs[0].core.__class__.__module__.endswith("_ref") else "compiled",
+        "backend": runs[0]["backend"],
         "regions": len(runs),
-        "nodes": int(sum(r.params[0] for r in runs)),
+        "nodes": int(sum(r["n_nodes"] for r in runs)),
         "devices": int(dev.sum()),
-        "rate_per_region": float(np.mean([r.rate for r in runs])),
+        "rate_per_region": float(np.mean([r["rate"] for r in runs])),
         "decision_latency_ms": {**_pct_ms(dl), "mean": float(dl.mean() / 1e6) if len(dl) else None,
                                 "breakdown": breakdown},
         "end_to_end_ms": e2e_ms,
@@ -70,7 +101,7 @@ def summarize(runs, wall_s: float) -> dict:
                         for t, k in enumerate(keys)},
         "utilization_with_training": {k: float(util_series[:, t].mean()) if len(util_series) else None
                                       for t, k in enumerate(keys)},
-        "utilization_series": {"t_s": [float(t / NS_PER_S) for t in runs[0].util_t],
+        "utilization_series": {"t_s": [float(t / NS_PER_S) for t in runs[0]["util_t"]],
                                **{k: [float(x) for x in util_series[:, t]] for t, k in enumerate(keys)}},
         "leases": {"issued": leases, "accepted": int(cnt[K.K_ACCEPT]),
                    "accepted_micro_preempt": int(cnt[K.K_ACCEPT_MICRO]),
@@ -82,21 +113,21 @@ def summarize(runs, wall_s: float) -> dict:
         "lease_failure_rate": float(refused / leases) if leases else 0.0,
         "preemptions": {"micro": int(cnt[K.K_ACCEPT_MICRO]), "checkpoint": int(cnt[K.K_EVICT]),
                         "resumed": int(cnt[K.K_RESUMED]),
-                        "waiting_to_resume": int(sum((r.A["shard_state"] == 1).sum() for r in runs)),
+                        "waiting_to_resume": int(sum(r["waiting_shards"] for r in runs)),
                         "checkpoint_s": float(cnt[K.K_CKPT_NS] / NS_PER_S),
                         "lost_work_s": float(cnt[K.K_LOST_NS] / NS_PER_S),
                         "micro_paused_s": float(cnt[K.K_MICRO_NS] / NS_PER_S)},
         "hedges": {"issued": int(cnt[K.K_HEDGES]), "no_free_peer": int(cnt[K.K_HEDGE_NONE]),
                    "won": int(cnt[K.K_HEDGE_WON]), "extra_device_s": float(cnt[K.K_HEDGE_NS] / NS_PER_S)},
         "staleness_ms": {"mean_view_age": float(cnt[K.K_VIEW_AGE_NS] / ages / 1e6) if ages else 0.0,
-                         "gossip_lag_rounds_mean": float(np.mean(runs[0].lag_dist)),
+                         "gossip_lag_rounds_mean": float(runs[0]["lag_mean"]),
                          "gossip_ticks": int(cnt[K.K_GOSSIP])},
         "energy_j": energy,
-        "energy_per_request_j": energy / max(int(done.sum()), 1),
-        "requests": {"total": n, "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
-                     "dropped_reason": {"retries_exhausted": int((status == K.ST_DROP).sum())},
-                     "in_flight": in_flight, "started": int(started.sum())},
-        "trace": {"request": int(runs[0].params[K.PARAMS.index("trace_id")]), "events": trace},
+        "energy_per_request_j": energy / max(done, 1),
+        "requests": {"total": n, "done": done, "dropped": dropped,
+                     "dropped_reason": {"retries_exhausted": dropped},
+                     "in_flight": sum(r["in_flight"] for r in runs), "started": sum(r["started"] for r in runs)},
+        "trace": {"request": runs[0]["trace_id"], "region": 0, "events": trace},
         "events": int(cnt[K.K_EVENTS]),
         "wall_s": float(wall_s),
         "sim_s": float(sim_s),
