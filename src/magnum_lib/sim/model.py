@@ -16,6 +16,7 @@ Layers used (the simulator only wires them):
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -92,6 +93,14 @@ def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
     return t
 
 
+@functools.lru_cache(maxsize=1)
+def _sample_jobs():
+    """GPUs and run times of the shipped Philly-calibrated sample (read once)."""
+    from magnum_lib.workload import load_sample_workload
+    wl = load_sample_workload()
+    return np.asarray(wl.num_gpus), np.asarray(wl.duration_s)
+
+
 def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
     """Training shards (node, devices, start ns) packed first-fit on random nodes.
 
@@ -100,9 +109,7 @@ def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
     held at t = 0; every sample run time exceeds a few-second simulation, so leases are
     held to the end).
     """
-    from magnum_lib.workload import load_sample_workload
-
-    wl = load_sample_workload()
+    gpus, durations = _sample_jobs()
     target = int(cfg.training_fraction * node_dev.sum())
     free = node_dev.astype(np.int64).copy()
     n = len(node_dev)
@@ -110,9 +117,9 @@ def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
     held = 0
     tries = 0
     while held < target and tries < 20 * n + 100:
-        j = int(rng.integers(len(wl.num_gpus)))
-        g = min(int(wl.num_gpus[j]), target - held)
-        age = rng.random() * float(wl.duration_s[j])
+        j = int(rng.integers(len(gpus)))
+        g = min(int(gpus[j]), target - held)
+        age = rng.random() * float(durations[j])
         while g > 0 and tries < 20 * n + 100:
             tries += 1
             d = min(g, int(node_dev.max()))
