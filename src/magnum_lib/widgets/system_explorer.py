@@ -95,16 +95,16 @@ class SystemExplorer(BlittedExplorer):
 
     def readout_html(self, sc) -> str:
         if sc.summary is None:
-            return f"<b>invalid setting</b>: {html.escape(sc.error or '')}"
+            return f"<div class='magnum-readout'><b>invalid setting</b>: {html.escape(sc.error or '')}</div>"
         s = sc.summary
         d = s["decision_latency_ms"]
         sla = ", ".join(f"{k} {v:.2f}" for k, v in s["sla_attainment"].items() if v is not None)
-        return (f"<b>{html.escape(sc.preset)}</b>, {s['requests']['total']:,} requests in "
+        return (f"<div class='magnum-readout'><b>{html.escape(sc.preset)}</b>, {s['requests']['total']:,} requests in "
                 f"{s['sim_s']:g} s ({s['rate_per_region']:,.0f}/s)<br>"
                 f"decision latency p50 {d['p50']:.2f} ms, p95 {d['p95']:.2f} ms, p99 {d['p99']:.2f} ms<br>"
                 f"lease failure rate {s['lease_failure_rate']:.4f}; preemptions: micro "
                 f"{s['preemptions']['micro']}, checkpoint {s['preemptions']['checkpoint']}<br>"
-                f"SLA attainment: {sla}")
+                f"SLA attainment: {sla}</div>")
 
 
 def system_explorer(seed: int = 0, **kwargs) -> SystemExplorer:
