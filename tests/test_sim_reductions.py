@@ -100,3 +100,25 @@ def test_gossip_staleness_agrees_with_the_dissemination_simulator():
     m = run.params[K.PARAMS.index("ring_m")]
     expect_ms = 1.0 * (1 + np.minimum(rounds, m - 1).mean())  # a sample sees the last tick + the lag
     assert abs(age_ms - expect_ms) / expect_ms < 0.08, (age_ms, expect_ms)
+
+
+def test_digest_marks_full_nodes_and_false_positives_at_the_bloom_rate():
+    from magnum_lib.gossip.bloom import expected_fp_rate, optimal_params
+    from magnum_lib.sim.model import _digest
+
+    cfg = _plain(nodes_per_cell=5000, devices_per_node=2, rate=1000.0, duration_s=0.01, view="gossip",
+                 bloom_fp=0.05, seed=1)
+    run = build_region(cfg)
+    A = run.A
+    rng = np.random.default_rng(0)
+    full = rng.random(5000) < 0.4
+    A["run"][:] = np.where(full, 2, 0)
+    A["view_busy"][:] = 0
+    _digest(run, 10**7)
+    looks_full = A["view_busy"] >= A["node_dev"] - A["view_train"]
+    assert looks_full[full].all(), "no false negatives"
+    fp = looks_full[~full].mean()
+    m, k = optimal_params(int(full.sum()), 0.05)
+    expect = expected_fp_rate(int(full.sum()), m, k)
+    assert abs(fp - expect) < 4 * np.sqrt(expect / (~full).sum()) + 0.005, (fp, expect)
+    assert fp > 0, "false positives are part of the digest"

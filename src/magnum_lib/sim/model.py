@@ -316,18 +316,27 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     return run
 
 
+@functools.lru_cache(maxsize=4096)
+def _bloom_params(n: int, fp: float) -> tuple[int, int]:
+    from magnum_lib.gossip.bloom import optimal_params
+    return optimal_params(n, fp)
+
+
 def _digest(run: RegionRun, t_ns: int) -> None:
     """The Bloom digest of full nodes reaches the scheduler: flagged nodes look full, others not."""
     from magnum_lib.gossip.bloom import BloomFilter
 
     A, cfg = run.A, run.cfg
     free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
-    full = np.flatnonzero(free <= 0)
-    bf = BloomFilter.for_capacity(max(len(full), 1), cfg.bloom_fp, seed=int(t_ns % (2**31)))
+    is_full = free <= 0
+    full = np.flatnonzero(is_full)
+    bf = BloomFilter(*_bloom_params(max(len(full), 1), cfg.bloom_fp), seed=int(t_ns % (2**31)))
     if len(full):
         bf.add_many(full)
-    ids = np.arange(len(free))
-    flagged = bf.contains_many(ids)
+    flagged = is_full.copy()  # no false negatives: only the other nodes can test positive
+    others = np.flatnonzero(~is_full)
+    if len(others):
+        flagged[others] = bf.contains_many(others)
     reach = np.ones(len(free), dtype=bool)
     p = run.params
     ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
