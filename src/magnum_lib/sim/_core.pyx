@@ -126,7 +126,7 @@ cdef class Core:
     cdef int64_t[::1] cstate, cnode, cstart, cborrow, pool_nodes, pool_off, cpool, cpool_off
     cdef int64_t[::1] ring_key, ring_node, ring_off, hint_off, hint_nodes
     cdef int64_t[::1] shard_node, shard_dev, shard_start, shard_state, node_shard_off
-    cdef int64_t[::1] service, cls_prio, cls_setup, type_nodes, type_off, cnt, busy_type
+    cdef int64_t[::1] service, cls_prio, cls_setup, type_nodes, type_off, cnt, busy_type, skip
 
     def __cinit__(self):
         self.heap.data = NULL
@@ -156,7 +156,7 @@ cdef class Core:
                      "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key", "ring_node", "ring_off",
                      "hint_off", "hint_nodes", "shard_node", "shard_dev", "shard_start", "shard_state",
                      "node_shard_off", "service", "cls_prio", "cls_setup", "type_nodes", "type_off", "cnt",
-                     "busy_type", "noise", "hnoise", "comp", "trace"):
+                     "busy_type", "noise", "hnoise", "comp", "trace", "skip"):
             a = A[name]
             if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
                 raise ValueError(f"A[{name!r}] must be a C-contiguous numpy array")
@@ -177,7 +177,7 @@ cdef class Core:
         self.shard_start = A["shard_start"]; self.shard_state = A["shard_state"]
         self.node_shard_off = A["node_shard_off"]; self.service = A["service"]; self.cls_prio = A["cls_prio"]
         self.cls_setup = A["cls_setup"]; self.type_nodes = A["type_nodes"]; self.type_off = A["type_off"]
-        self.cnt = A["cnt"]; self.busy_type = A["busy_type"]
+        self.cnt = A["cnt"]; self.busy_type = A["busy_type"]; self.skip = A["skip"]
         self.rng = <uint64_t> self.seed * <uint64_t> 0x9E3779B97F4A7C15 + 1
         if self.rng == 0:
             self.rng = 1
@@ -358,7 +358,7 @@ cdef class Core:
         self.pend_len += 1
 
     cdef void _round(self, int64_t t) noexcept nogil:
-        cdef int64_t nb = 0, k, r, s, ex0, i, done, mx, j
+        cdef int64_t nb = 0, k, r, s, ex0, i, done, mx, j, rnd, sc
         self.next_round = -1
         self.in_round = True
         self.cnt[K_ROUNDS] += 1
@@ -380,9 +380,14 @@ cdef class Core:
             self.next_arr += 1
         for s in range(self.n_sched):
             self.work[s] = self.c_round_ns
+        rnd = self.cnt[K_ROUNDS]
         for k in range(nb):
             r = self.batch[k]
             s = k % self.n_sched
+            sc = s * self.n_cls + self.cls[r]
+            if self.skip[sc] == rnd:  # no room for this class in this round: keep waiting
+                self._pend_push(r)
+                continue
             ex0 = self.cnt[K_EXAMINED]
             i = self._place(s, r)
             self.work[s] += self.c_dec_ns + self.c_node_ns * (self.cnt[K_EXAMINED] - ex0)
@@ -391,6 +396,7 @@ cdef class Core:
             self.comp[r, C_SCHED] += done - t
             self._trace(r, t, TR_ROUND, -1)
             if i < 0:
+                self.skip[sc] = rnd
                 self.cnt[K_NOFIT] += 1
                 self._trace(r, done, TR_NOFIT, -1)
                 self._fail_attempt(r, done)
@@ -536,16 +542,16 @@ cdef class Core:
     cdef void _release(self, int64_t i, int64_t borrowed, int64_t t) noexcept nogil:
         cdef int64_t r, t0
         self.run[i] -= 1
-        if borrowed:
-            self.train[i] += 1
-        if self.qlen[i] > 0 and self._free(i) > 0:
-            r = self.q_head[i]
+        if self.qlen[i] > 0 and (borrowed or self._free(i) > 0):
+            r = self.q_head[i]  # the next queued request takes the device (a borrowed one stays borrowed)
             self.q_head[i] = self.q_next[r]
             self.qlen[i] -= 1
             t0 = self._align(t)
             self.comp[r, C_DISPATCH] += t0 - self.ready[r]
-            self._start_copy(2 * r, i, t0, 0)
+            self._start_copy(2 * r, i, t0, borrowed)
             return
+        if borrowed:
+            self.train[i] += 1
         self._resume_shards(i)
 
     cdef void _resume_shards(self, int64_t i) noexcept nogil:

@@ -36,6 +36,8 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   ``node_shard_off[i] .. node_shard_off[i+1]``.
 * ``service[c * T + t]``: base service ns of class c on type t (< 0: not eligible);
   ``cls_prio``, ``cls_setup`` (graph load ns when not pre-reserved).
+* ``skip[s * C + c]``: the last round in which scheduler s found no room for class c (the
+  rest of that class waits for the next round without being placed again);
 * ``cnt``: counters, indices ``K_*``; ``busy_type[t]``: device-ns of inference per type;
   ``trace``: (time, event, node) rows for request ``trace_id``.
 """
@@ -282,8 +284,15 @@ class Core:
             self.next_arr += 1
         work = [self.c_round_ns] * self.n_sched
         comp = A["comp"]
+        rnd = int(cnt[K_ROUNDS])
         for k, r in enumerate(batch):
             s = k % self.n_sched
+            sc = s * self.n_cls + int(A["cls"][r])
+            if A["skip"][sc] == rnd:
+                # This scheduler found no room for this class earlier in the round: the request
+                # keeps waiting (no attempt, no work) instead of scanning the view again.
+                self.pend.append(r)
+                continue
             ex0 = int(cnt[K_EXAMINED])
             i = self._place(s, r)
             work[s] += self.c_dec_ns + self.c_node_ns * (int(cnt[K_EXAMINED]) - ex0)
@@ -292,6 +301,7 @@ class Core:
             comp[r, C_SCHED] += done - t
             self._trace(r, t, TR_ROUND, -1)
             if i < 0:
+                A["skip"][sc] = rnd
                 cnt[K_NOFIT] += 1
                 self._trace(r, done, TR_NOFIT, -1)
                 self._fail_attempt(r, done)
@@ -432,16 +442,18 @@ class Core:
         """A copy ended on node i at t: hand the device on (queue, training, waiting shard)."""
         A = self.A
         A["run"][i] -= 1
-        if borrowed:
-            A["train"][i] += 1  # the paused training kernel resumes on its device
-        if A["qlen"][i] > 0 and int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0:
+        if A["qlen"][i] > 0 and (borrowed or int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0):
+            # The next queued request takes the device (a borrowed one stays borrowed: the
+            # request was queued behind it).
             r = int(A["q_head"][i])
             A["q_head"][i] = A["q_next"][r]
             A["qlen"][i] -= 1
             t0 = self._align(t)
             A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
-            self._start_copy(2 * r, i, t0, 0)
+            self._start_copy(2 * r, i, t0, borrowed)
             return
+        if borrowed:
+            A["train"][i] += 1  # the paused training kernel resumes on its device
         self._resume_shards(i)
 
     def _resume_shards(self, i):

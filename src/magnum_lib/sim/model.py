@@ -291,7 +291,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         node_shard_off=node_shard_off,
         service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64),
         cls_setup=setup, type_nodes=type_nodes, type_off=type_off,
-        cnt=z(K.N_COUNTERS), busy_type=z(T), trace=np.full((K.TRACE_ROWS, 3), -1, dtype=np.int64),
+        cnt=z(K.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((K.TRACE_ROWS, 3), -1, dtype=np.int64),
     )
     if cfg.view != "fresh":
         A["view_busy"][:] = 0
