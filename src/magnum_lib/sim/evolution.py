@@ -22,7 +22,7 @@ magnum_v2      + cost-model dispatch (types meeting the SLA first), graph       
 
 Measured on one workload (:func:`compare`: the ``region`` cluster, 5,000 nodes, load 0.3 =
 about 300 k requests/s, 1 simulated second, seed 0; ``python -m magnum_lib.sim.evolution``),
-decision latency p95: borg_like 0.92 s, borg_plus 0.92 s, cheetah 0.22 s, magnum_v1 43 ms,
+decision latency p95: borg_like 0.92 s, borg_plus 0.92 s, cheetah 0.22 s, magnum_v1 69 ms,
 magnum_v2 3.7 ms (figures in ``/work/notes/sim.md``; they depend on the run length where a
 queue grows without bound). Which assumptions give the article's figure, step by step:
 
@@ -42,8 +42,8 @@ queue grows without bound). Which assumptions give the article's figure, step by
   not**: ours is ~220 ms and grows with the run; 50 ms needs many virtual nodes
   or a lower load (``ring_vnodes``, ``load``).
 * magnum_v1, 15 ms: **the order of magnitude is reproduced, not the figure**: p50
-  2.3 ms (half a 3.7 ms round), p95 43 ms, from retries of leases refused on stale views
-  (21% of leases) as heterogeneity-blind placement fills devices with requests 5-25x
+  2.1 ms (half a 3.7 ms round), p95 69 ms, from retries of leases refused on stale views
+  (12% of leases) as heterogeneity-blind placement fills devices with requests 5-25x
   slower than on their best type (llm_decode on MTIA: 0.73 s); the p99 (2.6 s) is
   checkpointed preemption, memory / 25 GB/s = 1.6-3.8 s. The p95 grows with the run
   (3.7 ms after 0.3 s). 15 ms at p99 would need C15's "within 1ms" checkpoints
