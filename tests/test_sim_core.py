@@ -37,12 +37,29 @@ def test_backends_agree_exactly(preset):
     dict(policy="hash", ring_vnodes=4, node_queue=3, view="fresh"),
     dict(policy="random", view="round", schedulers=3, preempt="checkpoint", quantum_s=1e-4),
     dict(policy="scan", load=1.3, max_attempts=3, hedge_factor=1.2, service="exp"),
+    dict(policy="hints", planner_interval_s=0.02, hint_jobs=4),
 ])
 def test_backends_agree_on_every_mechanism(knobs):
     cfg = make_config("magnum_v2", duration_s=0.06, seed=2, **knobs)
     a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
     for name in a.A:
         assert np.array_equal(a.A[name], b.A[name]), name
+
+
+def test_planner_hints_steer_placements():
+    """With policy "hints" the planner's chosen nodes (replanned every 10 ms) get far more than
+    their share of the placements; the hints are nodes of each class's cost-model type."""
+    cfg = make_config("magnum_v2", "region", duration_s=0.05, seed=1, load=0.3, policy="hints",
+                      planner_interval_s=0.01, hint_jobs=8, digest_interval_s=0.01)
+    run = run_region(build_region(cfg))
+    A = run.A
+    hints = A["hint_nodes"].reshape(len(cfg.classes), -1)
+    placed = A["node"] >= 0
+    for c in range(len(cfg.classes)):
+        h = hints[c][hints[c] >= 0]
+        assert len(h) and (A["node_type"][h] == run.hint_types[c]).all()
+    on_hint = np.array([A["node"][r] in set(hints[A["cls"][r]]) for r in np.flatnonzero(placed)[-2000:]])
+    assert on_hint.mean() > 20 * 8 / len(A["node_dev"])
 
 
 def test_same_seed_same_result_other_seed_differs():

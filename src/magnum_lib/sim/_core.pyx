@@ -333,18 +333,23 @@ cdef class Core:
         return a
 
     cdef int64_t _place(self, int64_t s, int64_t r) noexcept nogil:
-        cdef int64_t c = self.cls[r], h, i, k, q, npass, ps
+        cdef int64_t c = self.cls[r], h, i, k, q, npass, ps, lo, nh, best
         cdef bint may_preempt = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio
         cdef bint cp
         npass = 2 if may_preempt else 1
         for ps in range(npass):  # free devices first, preemption second
             cp = ps == 1
-            if self.policy == POL_HINTS:
-                for h in range(self.hint_off[c], self.hint_off[c + 1]):
-                    i = self.hint_nodes[h]
+            if self.policy == POL_HINTS:  # the planner's hinted nodes first: the better of two
+                lo = self.hint_off[c]
+                nh = self.hint_off[c + 1] - lo
+                best = -1
+                for h in range(2 if nh > 0 else 0):
+                    i = self.hint_nodes[lo + <int64_t> self._rand(nh)]
                     self.cnt[K_EXAMINED] += 1
-                    if self._avail(s, i, cp) > 0:
-                        return i
+                    if i >= 0 and self._avail(s, i, cp) > 0 and (best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
+                        best = i
+                if best >= 0:
+                    return best
             k = s * self.n_cls + c
             for q in range(self.cpool_off[k], self.cpool_off[k + 1]):
                 i = self._place_pool(s, r, self.cpool[q], cp)

@@ -100,6 +100,8 @@ class SimConfig:
     lease_timeout_s: float = 0.1
     max_attempts: int = 50
     hetero_aware: bool = False
+    planner_interval_s: float = 30.0  # policy "hints": the planner replans every 30 s (C8)
+    hint_jobs: int = 16  # pending jobs per class the planner places per round (the hinted nodes)
     pre_reserve: bool = False
     # views
     view: str = "gossip"  # "fresh" (truth + in-flight), "round" (truth at each round), "gossip"
@@ -184,7 +186,7 @@ _RANGES = {
     "spike_at_s": (-1.0, 1e7), "spike_s": (0.0, 1e7), "spike_factor": (1.0, 100.0),
     "service_cv": (0.0, 10.0), "schedulers": (1, 256), "draws": (1, 64), "scan_limit": (1, 2**31 - 1), "ring_vnodes": (1, 1024),
     "round_s": (1e-7, 10.0), "rtt_s": (0.0, 1.0), "lease_timeout_s": (1e-6, 3600.0),
-    "max_attempts": (1, 1_000_000), "gossip_interval_s": (1e-6, 1.0), "fanout": (1, 64),
+    "max_attempts": (1, 1_000_000), "planner_interval_s": (1e-3, 1e7), "hint_jobs": (1, 4096), "gossip_interval_s": (1e-6, 1.0), "fanout": (1, 64),
     "gossip_loss": (0.0, 0.99), "digest_interval_s": (0.0, 10.0), "bloom_fp": (1e-9, 0.5),
     "partition_start_s": (-1.0, 1e7), "partition_s": (0.0, 1e7), "partition_fraction": (0.0, 1.0),
     "micro_preempt_s": (0.0, 1.0), "checkpoint_bandwidth": (1e6, 1e13),

@@ -248,12 +248,16 @@ class Core:
         c = int(A["cls"][r])
         may_preempt = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio
         for cp in ((False, True) if may_preempt else (False,)):
-            if self.policy == POL_HINTS:  # the planner's ranked nodes first
-                for h in range(int(A["hint_off"][c]), int(A["hint_off"][c + 1])):
-                    i = int(A["hint_nodes"][h])
+            if self.policy == POL_HINTS:  # the planner's hinted nodes first: the better of two
+                lo, n = int(A["hint_off"][c]), int(A["hint_off"][c + 1] - A["hint_off"][c])
+                best = -1
+                for _ in range(2 if n > 0 else 0):
+                    i = int(A["hint_nodes"][lo + self._rand(n)])
                     A["cnt"][K_EXAMINED] += 1
-                    if self._avail(s, i, cp) > 0:
-                        return i
+                    if i >= 0 and self._avail(s, i, cp) > 0 and (best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
+                        best = i
+                if best >= 0:
+                    return best
             k = s * self.n_cls + c
             for q in range(int(A["cpool_off"][k]), int(A["cpool_off"][k + 1])):
                 i = self._place_pool(s, r, int(A["cpool"][q]), cp)

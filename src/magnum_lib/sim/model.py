@@ -286,7 +286,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
         ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),
         ring_off=np.array(ring_off, dtype=np.int64),
-        hint_off=z(C + 1), hint_nodes=z(0),
+        hint_off=np.arange(C + 1, dtype=np.int64) * cfg.hint_jobs, hint_nodes=np.full(C * cfg.hint_jobs, -1, dtype=np.int64),
         shard_node=sh_node, shard_dev=sh_dev, shard_start=sh_start, shard_state=z(len(sh_node)),
         node_shard_off=node_shard_off,
         service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64),
@@ -313,7 +313,31 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     core = core_module(backend).Core(A, np.array(params, dtype=np.int64))
     run = RegionRun(cfg, A, params, core, keys, power, times, rate, lag_dist, inf_dev)
     run.rng = rng
+    run.hint_types = np.array([type_order(cfg, times, energy, c)[0] for c in range(C)], dtype=np.int64)
+    run.node_cell = node_cell
     return run
+
+
+def _plan_hints(run: RegionRun, t_ns: int) -> None:
+    """The planner (layer 1) replans from a snapshot of the region: its chosen nodes become hints.
+
+    One pending job per class and hint slot (1 device of the class's cost-model type, no
+    communication, the class's priority); ``planner.plan`` places them (min-cost flow) and
+    ``hint_nodes[c * hint_jobs:]`` gets the nodes it chose for class c (-1: unplaced).
+    """
+    from magnum_lib.planner.plan import plan
+    from magnum_lib.planner.snapshot import Snapshot
+
+    A, cfg = run.A, run.cfg
+    C, H = len(cfg.classes), cfg.hint_jobs
+    free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
+    n_cells = int(run.node_cell.max()) + 1
+    snap = Snapshot(node_group=run.node_cell, node_type=A["node_type"], node_capacity=A["node_dev"],
+                    node_free=np.maximum(free, 0), group_bandwidth=np.full(n_cells, 100.0),
+                    job_demand=np.ones(C * H, dtype=np.int64), job_type=np.repeat(run.hint_types, H),
+                    job_comm=np.zeros(C * H), job_priority=np.repeat([c.priority for c in cfg.classes], H),
+                    type_keys=tuple(run.type_keys), time_s=t_ns / NS_PER_S)
+    A["hint_nodes"][:] = plan(snap, "flow").job_node
 
 
 @functools.lru_cache(maxsize=4096)
@@ -357,7 +381,12 @@ def run_region(run: RegionRun, progress=None) -> RegionRun:
     t = 0
     dev_by_type = np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys))
     start = time.perf_counter()
+    plan_every = _ns(cfg.planner_interval_s)
+    next_plan = 0
     while t < end:
+        if cfg.policy == "hints" and t >= next_plan:
+            _plan_hints(run, t)
+            next_plan = t + plan_every
         t = min(t + chunk, end)
         run.core.advance(t)
         if cfg.view == "gossip":
