@@ -1,0 +1,105 @@
+"""``faux-magnum simulate``: send requests through every layer (the whole-system simulator).
+
+Every knob of :class:`magnum_lib.sim.SimConfig` is a flag (``--round-s`` or, for times,
+``--round 1ms``); ranges are checked by :func:`magnum_lib.sim.check_config` and a bad
+value is one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from magnum_lib.commands._common import float_value, int_value, print_table
+from magnum_lib.engine.errors import ParameterError, parse_param
+
+_SKIP = {"classes", "mix"}
+_BOOLS = {"hetero_aware", "pre_reserve", "piggyback"}
+_CHOICE_FIELDS = {"scope", "policy", "view", "preempt", "service"}
+
+
+def _knobs():
+    from magnum_lib.sim.config import SimConfig
+    return [f for f in fields(SimConfig) if f.name not in _SKIP]
+
+
+def _flag(name: str) -> str:
+    # Times take units: --duration 10s, --round 1ms (the field is duration_s, round_s).
+    base = name[:-2] if name.endswith("_s") else name
+    return "--" + base.replace("_", "-")
+
+
+def add(subparsers) -> None:
+    from magnum_lib.sim.config import CLUSTERS, PRESETS
+    p = subparsers.add_parser(
+        "simulate", help="simulate the whole system: requests through every layer",
+        description="Simulate a region or the fleet: arrivals, regional rounds, gossip views, "
+                    "speculative leases, node validation, dispatch, hedging. Presets give the "
+                    "evolution from borg_like to magnum_v2 (C39-C43).")
+    p.add_argument("--preset", default="magnum_v2", choices=list(PRESETS), help="system preset")
+    p.add_argument("--cluster", default="classroom", choices=list(CLUSTERS), help="cluster preset")
+    for f in _knobs():
+        flag = _flag(f.name)
+        unit = " (a duration such as 10s, 1ms)" if f.name.endswith("_s") else ""
+        p.add_argument(flag, dest=f.name, default=None, metavar="X",
+                       help=f"{f.name}{unit}; default from the presets ({f.default!r} if unset)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (no progress bar)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_run)
+
+
+def _value(f, text: str):
+    from magnum_lib.units import parse_duration
+    name = f.name
+    if name in _BOOLS:
+        low = text.strip().lower()
+        if low not in ("true", "false", "1", "0", "yes", "no"):
+            raise ParameterError(name, f"must be true or false, got {text[:40]!r}")
+        return low in ("true", "1", "yes")
+    if name in _CHOICE_FIELDS:
+        return text
+    if f.type == "int":
+        return int_value(name, text)
+    if name.endswith("_s"):
+        try:
+            return float(text)  # plain seconds are accepted here too
+        except ValueError:
+            return parse_param(name, parse_duration, text) / 1e9
+    return float_value(name, text)
+
+
+def _run(args) -> int:
+    try:
+        return _simulate(args)
+    except ParameterError as exc:  # name the flag as typed: duration_s -> --duration
+        raise ParameterError(_flag(exc.name)[2:].replace("-", "_"), exc.detail) from None
+
+
+def _simulate(args) -> int:
+    from magnum_lib.sim import make_config
+    from magnum_lib.sim.run import run_config
+
+    knobs = {f.name: _value(f, getattr(args, f.name)) for f in _knobs() if getattr(args, f.name) is not None}
+    cfg = make_config(args.preset, args.cluster, **knobs)
+    long_run = cfg.regions * cfg.cells_per_region * cfg.nodes_per_cell * cfg.duration_s > 2000
+    out = run_config(cfg, progress=long_run and not args.json and not args.no_progress)
+    out["preset"], out["cluster"] = args.preset, args.cluster
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    d = out["decision_latency_ms"]
+    rows = [("preset", f"{args.preset} on {args.cluster} ({out['nodes']:,} nodes, {out['devices']:,} devices)"),
+            ("requests", f"{out['requests']['total']:,} ({out['rate_per_region']:,.0f}/s per region), "
+                         f"{out['requests']['done']:,} done, {out['requests']['dropped']:,} dropped"),
+            ("decision latency", f"p50 {d['p50']:.3f} ms  p95 {d['p95']:.3f} ms  p99 {d['p99']:.3f} ms  "
+                                 f"p99.9 {d['p999']:.3f} ms"),
+            ("  breakdown (mean)", ", ".join(f"{k} {v['mean']:.3f}" for k, v in d["breakdown"].items())),
+            ("SLA attainment", ", ".join(f"{k} {v:.3f}" for k, v in out["sla_attainment"].items())),
+            ("utilization", ", ".join(f"{k} {v:.3f}" for k, v in out["utilization_with_training"].items())),
+            ("lease failure rate", f"{out['lease_failure_rate']:.6f} of {out['leases']['issued']:,} leases"),
+            ("preemptions", f"micro {out['preemptions']['micro']:,}, checkpoint {out['preemptions']['checkpoint']:,}"),
+            ("hedges", f"{out['hedges']['issued']:,} ({out['hedges']['extra_device_s']:.1f} extra device-s)"),
+            ("energy", f"{out['energy_j']:.4g} J ({out['energy_per_request_j']:.3g} J per request)"),
+            ("events", f"{out['events']:,}"),
+            ("wall / simulated", f"{out['wall_s']:.2f} s / {out['sim_s']:g} s ({out['backend']})")]
+    print_table(rows)
+    return 0

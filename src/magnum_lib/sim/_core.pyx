@@ -1,0 +1,700 @@
+# The compiled request-path core: a line-by-line translation of core_ref.py (read that for
+# the model and the array layout). Same events, same heap order (time, then insertion),
+# same xorshift draws, so both backends give identical arrays.
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+import numpy as np
+
+from magnum_lib._typedefs cimport time_ns, intp_t
+from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_push, heap_pop, heap_peek
+from magnum_lib.sim import core_ref as _ref
+
+cdef enum:
+    EV_ROUND = 0
+    EV_LEASE = 1
+    EV_FINISH = 2
+    EV_HEDGE = 3
+    EV_GOSSIP = 4
+    EV_RETRY = 5
+    EV_CKPT = 6
+
+cdef enum:
+    POL_RANDOM = 0
+    POL_SCAN = 1
+    POL_TWO = 2
+    POL_HASH = 3
+    POL_HINTS = 4
+
+cdef enum:
+    VIEW_FRESH = 0
+    VIEW_ROUND = 1
+    VIEW_GOSSIP = 2
+
+cdef enum:
+    PRE_NONE = 0
+    PRE_CHECKPOINT = 1
+    PRE_MICRO = 2
+
+cdef enum:
+    ST_WAIT = 0
+    ST_RUN = 1
+    ST_DONE = 2
+    ST_DROP = 3
+
+cdef enum:
+    C_ROUND = 0
+    C_SCHED = 1
+    C_RTT = 2
+    C_VALID = 3
+    C_RETRY = 4
+    C_DISPATCH = 5
+
+cdef enum:
+    K_EVENTS = 0
+    K_ROUNDS
+    K_LEASES
+    K_ACCEPT
+    K_ACCEPT_MICRO
+    K_ACCEPT_CKPT
+    K_QUEUED
+    K_REFUSED
+    K_EXPIRED
+    K_NOFIT
+    K_DROPPED
+    K_HEDGES
+    K_HEDGE_NONE
+    K_HEDGE_WON
+    K_HEDGE_NS
+    K_EVICT
+    K_RESUMED
+    K_LOST_NS
+    K_CKPT_NS
+    K_MICRO_NS
+    K_EXAMINED
+    K_VIEW_AGE_NS
+    K_VIEW_SAMPLES
+    K_GOSSIP
+    K_DONE
+
+cdef enum:
+    TR_ARRIVE = 0
+    TR_ROUND
+    TR_PLACED
+    TR_NOFIT
+    TR_LEASE
+    TR_REFUSED
+    TR_QUEUED
+    TR_START
+    TR_HEDGE
+    TR_FINISH
+    TR_DROP
+
+cdef int TRACE_ROWS = _ref.TRACE_ROWS
+
+
+cdef inline uint64_t xorshift(uint64_t x) noexcept nogil:
+    x ^= x >> 12
+    x ^= x << 25
+    x ^= x >> 27
+    return x
+
+
+cdef class Core:
+    """The request-path simulation of one region (see ``core_ref.Core``)."""
+
+    cdef public object A
+    cdef public object p
+    cdef int64_t n_nodes, n_req, n_types, n_cls, n_sched, round_ns, rtt_half_ns, c_round_ns
+    cdef int64_t c_dec_ns, c_node_ns, c_val_ns, quantum_ns, policy, view_mode, preempt
+    cdef int64_t micro_ns, hedge_milli, node_queue, lease_ns, max_attempts, gossip_ns, ring_m
+    cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, scan_limit, piggyback, seed, part_start_ns, part_end_ns
+    cdef uint64_t rng
+    cdef Heap heap
+    cdef int64_t now, next_arr, next_round, busy_until, tick, ntrace
+    cdef bint in_round
+    cdef int64_t* pend        # ring of request ids waiting for a round
+    cdef int64_t pend_head, pend_len, pend_cap
+    cdef int64_t* batch
+    cdef int64_t* work
+    # arrays
+    cdef int64_t[::1] node_dev, node_type, node_ckpt_ns, run, qlen, train, hold, inflight
+    cdef int64_t[::1] view_busy, view_train, view_time, snap_busy, snap_train, lag, part, own, own_tick
+    cdef int64_t[::1] q_head, q_tail, arr, cls, status, start, finish, node, attempts, ready, expiry, q_next
+    cdef double[::1] noise, hnoise
+    cdef int64_t[:, ::1] comp, trace
+    cdef int64_t[::1] cstate, cnode, cstart, cborrow, pool_nodes, pool_off, cpool, cpool_off
+    cdef int64_t[::1] ring_key, ring_node, ring_off, hint_off, hint_nodes
+    cdef int64_t[::1] shard_node, shard_dev, shard_start, shard_state, node_shard_off
+    cdef int64_t[::1] service, cls_prio, cls_setup, type_nodes, type_off, cnt, busy_type, skip
+
+    def __cinit__(self):
+        self.heap.data = NULL
+        self.pend = NULL
+        self.batch = NULL
+        self.work = NULL
+
+    def __dealloc__(self):
+        free(self.heap.data)
+        free(self.pend)
+        free(self.batch)
+        free(self.work)
+
+    def __init__(self, A, params):
+        self.A = A
+        vals = [int(v) for v in params]
+        self.p = dict(zip(_ref.PARAMS, vals))
+        (self.n_nodes, self.n_req, self.n_types, self.n_cls, self.n_sched, self.round_ns, self.rtt_half_ns,
+         self.c_round_ns, self.c_dec_ns, self.c_node_ns, self.c_val_ns, self.quantum_ns, self.policy,
+         self.view_mode, self.preempt, self.micro_ns, self.hedge_milli, self.node_queue, self.lease_ns,
+         self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
+         self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns) = vals
+        for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight",
+                     "view_busy", "view_train", "view_time", "snap_busy", "snap_train", "lag", "part", "own",
+                     "own_tick", "q_head", "q_tail", "arr", "cls", "status", "start", "finish", "node",
+                     "attempts", "ready", "expiry", "q_next", "cstate", "cnode", "cstart", "cborrow",
+                     "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key", "ring_node", "ring_off",
+                     "hint_off", "hint_nodes", "shard_node", "shard_dev", "shard_start", "shard_state",
+                     "node_shard_off", "service", "cls_prio", "cls_setup", "type_nodes", "type_off", "cnt",
+                     "busy_type", "noise", "hnoise", "comp", "trace", "skip"):
+            a = A[name]
+            if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+                raise ValueError(f"A[{name!r}] must be a C-contiguous numpy array")
+        self.node_dev = A["node_dev"]; self.node_type = A["node_type"]; self.node_ckpt_ns = A["node_ckpt_ns"]
+        self.run = A["run"]; self.qlen = A["qlen"]; self.train = A["train"]; self.hold = A["hold"]
+        self.inflight = A["inflight"]; self.view_busy = A["view_busy"]; self.view_train = A["view_train"]
+        self.view_time = A["view_time"]; self.snap_busy = A["snap_busy"]; self.snap_train = A["snap_train"]
+        self.lag = A["lag"]; self.part = A["part"]; self.own = A["own"]; self.own_tick = A["own_tick"]
+        self.q_head = A["q_head"]; self.q_tail = A["q_tail"]; self.arr = A["arr"]; self.cls = A["cls"]
+        self.status = A["status"]; self.start = A["start"]; self.finish = A["finish"]; self.node = A["node"]
+        self.attempts = A["attempts"]; self.ready = A["ready"]; self.expiry = A["expiry"]
+        self.q_next = A["q_next"]; self.noise = A["noise"]; self.hnoise = A["hnoise"]; self.comp = A["comp"]
+        self.trace = A["trace"]; self.cstate = A["cstate"]; self.cnode = A["cnode"]; self.cstart = A["cstart"]
+        self.cborrow = A["cborrow"]; self.pool_nodes = A["pool_nodes"]; self.pool_off = A["pool_off"]
+        self.cpool = A["cpool"]; self.cpool_off = A["cpool_off"]; self.ring_key = A["ring_key"]
+        self.ring_node = A["ring_node"]; self.ring_off = A["ring_off"]; self.hint_off = A["hint_off"]
+        self.hint_nodes = A["hint_nodes"]; self.shard_node = A["shard_node"]; self.shard_dev = A["shard_dev"]
+        self.shard_start = A["shard_start"]; self.shard_state = A["shard_state"]
+        self.node_shard_off = A["node_shard_off"]; self.service = A["service"]; self.cls_prio = A["cls_prio"]
+        self.cls_setup = A["cls_setup"]; self.type_nodes = A["type_nodes"]; self.type_off = A["type_off"]
+        self.cnt = A["cnt"]; self.busy_type = A["busy_type"]; self.skip = A["skip"]
+        self.rng = <uint64_t> self.seed * <uint64_t> 0x9E3779B97F4A7C15 + 1
+        if self.rng == 0:
+            self.rng = 1
+        self.heap.capacity = 1024
+        self.heap.size = 0
+        self.heap.next_seq = 0
+        self.heap.data = <HeapEntry*> malloc(self.heap.capacity * sizeof(HeapEntry))
+        self.pend_cap = self.n_req + 1
+        self.pend = <int64_t*> malloc(self.pend_cap * sizeof(int64_t))
+        self.batch = <int64_t*> malloc(self.pend_cap * sizeof(int64_t))
+        self.work = <int64_t*> malloc(max(self.n_sched, 1) * sizeof(int64_t))
+        if self.heap.data == NULL or self.pend == NULL or self.batch == NULL or self.work == NULL:
+            raise MemoryError()
+        self.pend_head = 0
+        self.pend_len = 0
+        self.now = 0
+        self.next_arr = 0
+        self.next_round = -1
+        self.busy_until = 0
+        self.in_round = False
+        self.tick = 0
+        self.ntrace = 0
+        if self.n_req > 0:
+            self._schedule_round(self.arr[0])
+        if self.view_mode == VIEW_GOSSIP and self.gossip_ns > 0:
+            self._push(self.gossip_ns, 0, EV_GOSSIP)
+
+    # -- plumbing ------------------------------------------------------------------
+    cdef inline void _push(self, int64_t t, int64_t ident, int64_t kind) noexcept nogil:
+        heap_push(&self.heap, t, ident * 8 + kind)
+
+    cdef inline uint64_t _rand(self, uint64_t n) noexcept nogil:
+        self.rng = xorshift(self.rng)
+        return (self.rng * <uint64_t> 0x2545F4914F6CDD1D) % n
+
+    cdef inline void _trace(self, int64_t r, int64_t t, int64_t code, int64_t nd) noexcept nogil:
+        if r == self.trace_id and self.ntrace < TRACE_ROWS:
+            self.trace[self.ntrace, 0] = t
+            self.trace[self.ntrace, 1] = code
+            self.trace[self.ntrace, 2] = nd
+            self.ntrace += 1
+
+    cdef inline int64_t _align(self, int64_t t) noexcept nogil:
+        cdef int64_t q = self.quantum_ns
+        if q <= 0:
+            return t
+        return (t + q - 1) // q * q
+
+    cdef void _schedule_round(self, int64_t t) noexcept nogil:
+        if self.in_round:
+            return
+        if t < self.busy_until:
+            t = self.busy_until
+        t = (t + self.round_ns - 1) // self.round_ns * self.round_ns
+        if self.next_round < 0 or t < self.next_round:
+            self.next_round = t
+            self._push(t, 0, EV_ROUND)
+
+    cdef inline int64_t _free(self, intp_t i) noexcept nogil:
+        return self.node_dev[i] - self.run[i] - self.train[i] - self.hold[i]
+
+    cdef inline int64_t _busy(self, intp_t i) noexcept nogil:
+        return self.run[i] + self.qlen[i] + self.hold[i]
+
+    cdef inline int64_t _avail(self, int64_t s, intp_t i, bint cp) noexcept nogil:
+        cdef int64_t b, tr, j
+        if self.view_mode == VIEW_FRESH:
+            b = self._busy(i) + self.inflight[i]
+            tr = self.train[i]
+        else:
+            j = s * self.n_nodes + i
+            b = self.view_busy[i]
+            if self.own_tick[j] == self.tick:
+                b += self.own[j]
+            tr = self.view_train[i]
+        if cp:
+            return self.node_dev[i] + self.node_queue - b
+        return self.node_dev[i] + self.node_queue - b - tr
+
+    cdef inline void _note_placed(self, int64_t s, intp_t i) noexcept nogil:
+        cdef int64_t j
+        if self.view_mode == VIEW_FRESH:
+            self.inflight[i] += 1
+            return
+        j = s * self.n_nodes + i
+        if self.own_tick[j] != self.tick:
+            self.own_tick[j] = self.tick
+            self.own[j] = 0
+        self.own[j] += 1
+
+    # -- placement -----------------------------------------------------------------
+    cdef int64_t _pick_random(self, int64_t s, int64_t lo, int64_t n, bint cp, int64_t* t_left) noexcept nogil:
+        cdef int64_t last = 0, k, i, j, lim = n if n < self.scan_limit else self.scan_limit
+        while t_left[0] > 0:
+            t_left[0] -= 1
+            k = <int64_t> self._rand(n)
+            last = k
+            self.cnt[K_EXAMINED] += 1
+            i = self.pool_nodes[lo + k]
+            if self._avail(s, i, cp) > 0:
+                return i
+        for j in range(lim):
+            self.cnt[K_EXAMINED] += 1
+            i = self.pool_nodes[lo + (last + j) % n]
+            if self._avail(s, i, cp) > 0:
+                return i
+        return -1
+
+    cdef int64_t _place_pool(self, int64_t s, int64_t r, int64_t pool, bint cp) noexcept nogil:
+        cdef int64_t lo = self.pool_off[pool], hi = self.pool_off[pool + 1], n, pol, best, best_av, k, i, av
+        cdef int64_t rlo, rhi, a, b, m, j, key, left, bb
+        n = hi - lo
+        if n == 0:
+            return -1
+        pol = POL_TWO if self.policy == POL_HINTS else self.policy
+        if pol == POL_SCAN:
+            best = -1
+            best_av = 0
+            for k in range(n):
+                i = self.pool_nodes[lo + k]
+                av = self._avail(s, i, cp)
+                if av > best_av:
+                    best = i
+                    best_av = av
+            self.cnt[K_EXAMINED] += n
+            return best
+        if pol == POL_HASH:
+            rlo = self.ring_off[pool]
+            rhi = self.ring_off[pool + 1]
+            key = <int64_t> self._rand((<uint64_t> 1) << 62)
+            a = rlo
+            b = rhi
+            while a < b:
+                m = (a + b) // 2
+                if self.ring_key[m] < key:
+                    a = m + 1
+                else:
+                    b = m
+            m = rhi - rlo
+            for j in range(m):
+                i = self.ring_node[rlo + (a - rlo + j) % m]
+                self.cnt[K_EXAMINED] += 1
+                if self._avail(s, i, cp) > 0:
+                    return i
+            return -1
+        left = self.draws
+        a = self._pick_random(s, lo, n, cp, &left)
+        if pol == POL_RANDOM or a < 0:
+            return a
+        bb = self._pick_random(s, lo, n, cp, &left)
+        if bb >= 0 and self._avail(s, bb, cp) > self._avail(s, a, cp):
+            return bb
+        return a
+
+    cdef int64_t _place(self, int64_t s, int64_t r) noexcept nogil:
+        cdef int64_t c = self.cls[r], h, i, k, q, npass, ps, lo, nh, best
+        cdef bint may_preempt = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio
+        cdef bint cp
+        npass = 2 if may_preempt else 1
+        for ps in range(npass):  # free devices first, preemption second
+            cp = ps == 1
+            if self.policy == POL_HINTS:  # the planner's hinted nodes first: the better of two
+                lo = self.hint_off[c]
+                nh = self.hint_off[c + 1] - lo
+                best = -1
+                for h in range(2 if nh > 0 else 0):
+                    i = self.hint_nodes[lo + <int64_t> self._rand(nh)]
+                    self.cnt[K_EXAMINED] += 1
+                    if i >= 0 and self._avail(s, i, cp) > 0 and (best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
+                        best = i
+                if best >= 0:
+                    return best
+            k = s * self.n_cls + c
+            for q in range(self.cpool_off[k], self.cpool_off[k + 1]):
+                i = self._place_pool(s, r, self.cpool[q], cp)
+                if i >= 0:
+                    return i
+        return -1
+
+    # -- events --------------------------------------------------------------------
+    cdef void _pend_push(self, int64_t r) noexcept nogil:
+        self.pend[(self.pend_head + self.pend_len) % self.pend_cap] = r
+        self.pend_len += 1
+
+    cdef void _round(self, int64_t t) noexcept nogil:
+        cdef int64_t nb = 0, k, r, s, ex0, i, done, mx, j, rnd, sc
+        self.next_round = -1
+        self.in_round = True
+        self.cnt[K_ROUNDS] += 1
+        if self.view_mode == VIEW_ROUND:
+            for i in range(self.n_nodes):
+                self.view_busy[i] = self._busy(i)
+                self.view_train[i] = self.train[i]
+            self.tick += 1
+        while self.pend_len > 0:
+            self.batch[nb] = self.pend[self.pend_head]
+            nb += 1
+            self.pend_head = (self.pend_head + 1) % self.pend_cap
+            self.pend_len -= 1
+        while self.next_arr < self.n_req and self.arr[self.next_arr] <= t:
+            self.batch[nb] = self.next_arr
+            nb += 1
+            self._trace(self.next_arr, self.arr[self.next_arr], TR_ARRIVE, -1)
+            self.ready[self.next_arr] = self.arr[self.next_arr]
+            self.next_arr += 1
+        for s in range(self.n_sched):
+            self.work[s] = self.c_round_ns
+        rnd = self.cnt[K_ROUNDS]
+        for k in range(nb):
+            r = self.batch[k]
+            s = k % self.n_sched
+            sc = s * self.n_cls + self.cls[r]
+            if self.skip[sc] == rnd:  # no room for this class in this round: keep waiting
+                self._pend_push(r)
+                continue
+            ex0 = self.cnt[K_EXAMINED]
+            i = self._place(s, r)
+            self.work[s] += self.c_dec_ns + self.c_node_ns * (self.cnt[K_EXAMINED] - ex0)
+            done = t + self.work[s]
+            self.comp[r, C_ROUND] += t - self.ready[r]
+            self.comp[r, C_SCHED] += done - t
+            self._trace(r, t, TR_ROUND, -1)
+            if i < 0:
+                self.skip[sc] = rnd
+                self.cnt[K_NOFIT] += 1
+                self._trace(r, done, TR_NOFIT, -1)
+                self._fail_attempt(r, done)
+                continue
+            self._note_placed(s, i)
+            self.cnt[K_LEASES] += 1
+            self.node[r] = i
+            self.expiry[r] = done + self.lease_ns
+            self.comp[r, C_RTT] += self.rtt_half_ns
+            self._trace(r, done, TR_PLACED, i)
+            self._push(done + self.rtt_half_ns, r, EV_LEASE)
+        mx = self.work[0]
+        for s in range(1, self.n_sched):
+            if self.work[s] > mx:
+                mx = self.work[s]
+        self.busy_until = t + mx
+        self.in_round = False
+        if self.pend_len > 0:
+            self._schedule_round(t + self.round_ns)
+        elif self.next_arr < self.n_req:
+            j = self.arr[self.next_arr]
+            self._schedule_round(t + self.round_ns if t + self.round_ns > j else j)
+
+    cdef void _fail_attempt(self, int64_t r, int64_t t_back) noexcept nogil:
+        self.comp[r, C_RETRY] += t_back - self.ready[r]
+        self.comp[r, C_ROUND] = 0
+        self.comp[r, C_SCHED] = 0
+        self.comp[r, C_RTT] = 0
+        self.comp[r, C_VALID] = 0
+        self.attempts[r] += 1
+        if self.attempts[r] >= self.max_attempts:
+            self.status[r] = ST_DROP
+            self.finish[r] = t_back
+            self.cnt[K_DROPPED] += 1
+            self._trace(r, t_back, TR_DROP, -1)
+            return
+        self.ready[r] = t_back
+        self._pend_push(r)
+        self._schedule_round(t_back)
+
+    cdef void _start_copy(self, int64_t c, int64_t i, int64_t t, int64_t borrowed) noexcept nogil:
+        cdef int64_t r = c >> 1, cl, base, dur, thr
+        cdef double mult
+        cl = self.cls[r]
+        base = self.service[cl * self.n_types + self.node_type[i]]
+        mult = self.hnoise[r] if c & 1 else self.noise[r]
+        dur = <int64_t> (base * mult) + self.cls_setup[cl] + 1
+        self.cstate[c] = 1
+        self.cnode[c] = i
+        self.cstart[c] = t
+        self.cborrow[c] = borrowed
+        self.run[i] += 1
+        self._push(t + dur, c, EV_FINISH)
+        if c & 1 == 0:
+            self.status[r] = ST_RUN
+            self.start[r] = t
+            self._trace(r, t, TR_START, i)
+            thr = base * self.hedge_milli // 1000  # hedge past hedge_factor x expected time
+            if self.hedge_milli > 0 and dur > thr:
+                self._push(t + thr, r, EV_HEDGE)
+
+    cdef void _accept_start(self, int64_t r, int64_t i, int64_t tv, int64_t extra, int64_t borrowed) noexcept nogil:
+        cdef int64_t t = self._align(tv + extra)
+        self.comp[r, C_DISPATCH] += t - tv
+        self._start_copy(2 * r, i, t, borrowed)
+
+    cdef void _lease(self, int64_t r, int64_t ta) noexcept nogil:
+        cdef int64_t i
+        self._lease_decide(r, ta)
+        if self.piggyback and self.view_mode != VIEW_FRESH:
+            i = self.node[r]
+            self.view_busy[i] = self._busy(i)
+            self.view_train[i] = self.train[i]
+            self.view_time[i] = ta
+
+    cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
+        cdef int64_t i = self.node[r], tv, c, sh, d, ck, since, lo, hi
+        cdef bint can_preempt
+        if self.view_mode == VIEW_FRESH:
+            self.inflight[i] -= 1
+        tv = ta + self.c_val_ns
+        self.comp[r, C_VALID] += self.c_val_ns
+        self._trace(r, ta, TR_LEASE, i)
+        if ta > self.expiry[r]:
+            self.cnt[K_EXPIRED] += 1
+            self._refuse(r, tv, i)
+            return
+        c = self.cls[r]
+        if self._free(i) > 0:
+            self.cnt[K_ACCEPT] += 1
+            self._accept_start(r, i, tv, 0, 0)
+            return
+        can_preempt = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio and self.train[i] > 0
+        if can_preempt and self.preempt == PRE_MICRO:
+            self.train[i] -= 1
+            self.cnt[K_ACCEPT_MICRO] += 1
+            self._accept_start(r, i, tv, self.micro_ns, 1)
+            return
+        if can_preempt:
+            lo = self.node_shard_off[i]
+            hi = self.node_shard_off[i + 1]
+            sh = lo
+            while sh < hi:
+                if self.shard_state[sh] == 0:
+                    break
+                sh += 1
+            if sh == hi:
+                sh = hi - 1
+            d = self.shard_dev[sh]
+            ck = self.node_ckpt_ns[i]
+            self.shard_state[sh] = 1
+            self.train[i] -= d
+            self.hold[i] += d - 1
+            if d > 1:
+                self._push(tv + ck, sh, EV_CKPT)
+            since = tv - self.shard_start[sh]
+            self.cnt[K_EVICT] += 1
+            self.cnt[K_LOST_NS] += d * (since % self.ckpt_interval_ns)
+            self.cnt[K_CKPT_NS] += d * ck
+            self.cnt[K_ACCEPT_CKPT] += 1
+            self._accept_start(r, i, tv, ck, 0)
+            return
+        if self.qlen[i] < self.node_queue and self.run[i] + self.hold[i] > 0:
+            self.cnt[K_ACCEPT] += 1
+            self.cnt[K_QUEUED] += 1
+            self.ready[r] = tv
+            if self.qlen[i] == 0:
+                self.q_head[i] = r
+            else:
+                self.q_next[self.q_tail[i]] = r
+            self.q_tail[i] = r
+            self.q_next[r] = -1
+            self.qlen[i] += 1
+            self._trace(r, tv, TR_QUEUED, i)
+            return
+        self.cnt[K_REFUSED] += 1
+        self._refuse(r, tv, i)
+
+    cdef inline void _refuse(self, int64_t r, int64_t tv, int64_t i) noexcept nogil:
+        self._trace(r, tv, TR_REFUSED, i)
+        self._push(tv + self.rtt_half_ns, r, EV_RETRY)
+
+    cdef void _release(self, int64_t i, int64_t borrowed, int64_t t) noexcept nogil:
+        cdef int64_t r, t0
+        self.run[i] -= 1
+        if self.qlen[i] > 0 and (borrowed or self._free(i) > 0):
+            r = self.q_head[i]  # the next queued request takes the device (a borrowed one stays borrowed)
+            self.q_head[i] = self.q_next[r]
+            self.qlen[i] -= 1
+            t0 = self._align(t)
+            self.comp[r, C_DISPATCH] += t0 - self.ready[r]
+            self._start_copy(2 * r, i, t0, borrowed)
+            return
+        if borrowed:
+            self.train[i] += 1
+        self._resume_shards(i)
+
+    cdef void _resume_shards(self, int64_t i) noexcept nogil:
+        cdef int64_t sh, d
+        for sh in range(self.node_shard_off[i], self.node_shard_off[i + 1]):
+            if self.shard_state[sh] == 1 and self.qlen[i] == 0:
+                d = self.shard_dev[sh]
+                if self._free(i) >= d:
+                    self.shard_state[sh] = 0
+                    self.train[i] += d
+                    self.cnt[K_RESUMED] += 1
+
+    cdef void _finish(self, int64_t c, int64_t t) noexcept nogil:
+        cdef int64_t r, i, o, j
+        if self.cstate[c] != 1:
+            return
+        r = c >> 1
+        self.cstate[c] = 2
+        i = self.cnode[c]
+        self.busy_type[self.node_type[i]] += t - self.cstart[c]
+        if self.cborrow[c]:
+            self.cnt[K_MICRO_NS] += t - self.cstart[c]
+        if c & 1:
+            self.cnt[K_HEDGE_NS] += t - self.cstart[c]
+            self.cnt[K_HEDGE_WON] += 1
+        self._release(i, self.cborrow[c], t)
+        o = c ^ 1
+        if self.cstate[o] == 1:
+            self.cstate[o] = 2
+            j = self.cnode[o]
+            self.busy_type[self.node_type[j]] += t - self.cstart[o]
+            if o & 1:
+                self.cnt[K_HEDGE_NS] += t - self.cstart[o]
+            if self.cborrow[o]:
+                self.cnt[K_MICRO_NS] += t - self.cstart[o]
+            self._release(j, self.cborrow[o], t)
+        self.status[r] = ST_DONE
+        self.finish[r] = t
+        self.cnt[K_DONE] += 1
+        self._trace(r, t, TR_FINISH, i)
+
+    cdef void _hedge(self, int64_t r, int64_t t) noexcept nogil:
+        cdef int64_t i0, ty, lo, hi, best = -1, k, j
+        if self.status[r] != ST_RUN:
+            return
+        i0 = self.cnode[2 * r]
+        ty = self.node_type[i0]
+        lo = self.type_off[ty]
+        hi = self.type_off[ty + 1]
+        for k in range(2):
+            j = self.type_nodes[lo + <int64_t> self._rand(hi - lo)]
+            if j != i0 and self._free(j) > 0:
+                best = j
+                break
+        if best < 0:
+            self.cnt[K_HEDGE_NONE] += 1
+            return
+        self.cnt[K_HEDGES] += 1
+        self._trace(r, t, TR_HEDGE, best)
+        self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0)
+
+    cdef void _gossip(self, int64_t t) noexcept nogil:
+        cdef int64_t m = self.ring_m, k = self.tick + 1, slot, i, lg, src
+        cdef bint in_part = self.part_start_ns <= t < self.part_end_ns
+        slot = k % m
+        for i in range(self.n_nodes):
+            self.snap_busy[slot * self.n_nodes + i] = self._busy(i)
+            self.snap_train[slot * self.n_nodes + i] = self.train[i]
+            if in_part and self.part[i]:
+                continue
+            lg = self.lag[i]
+            if lg > k:
+                lg = k
+            if lg > m - 1:
+                lg = m - 1
+            src = ((k - lg) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
+            self.view_busy[i] = self.snap_busy[src]
+            self.view_train[i] = self.snap_train[src]
+            self.view_time[i] = t - lg * self.gossip_ns
+        self.tick = k
+        self.cnt[K_GOSSIP] += 1
+        self._push(t + self.gossip_ns, 0, EV_GOSSIP)
+
+    cdef void _ckpt_done(self, int64_t sh) noexcept nogil:
+        cdef int64_t i = self.shard_node[sh], r, t0
+        self.hold[i] -= self.shard_dev[sh] - 1
+        while self.qlen[i] > 0 and self._free(i) > 0:
+            r = self.q_head[i]
+            self.q_head[i] = self.q_next[r]
+            self.qlen[i] -= 1
+            t0 = self._align(self.now)
+            self.comp[r, C_DISPATCH] += t0 - self.ready[r]
+            self._start_copy(2 * r, i, t0, 0)
+        self._resume_shards(i)
+
+    cdef int64_t _advance(self, int64_t t_end) noexcept nogil:
+        cdef int64_t handled = 0, t, payload, kind, ident
+        while heap_peek(&self.heap, &t, &payload) and t < t_end:
+            heap_pop(&self.heap, &t, &payload)
+            self.now = t
+            kind = payload & 7
+            ident = payload >> 3
+            handled += 1
+            if kind == EV_ROUND:
+                if t == self.next_round:
+                    self._round(t)
+            elif kind == EV_LEASE:
+                self._lease(ident, t)
+            elif kind == EV_FINISH:
+                self._finish(ident, t)
+            elif kind == EV_HEDGE:
+                self._hedge(ident, t)
+            elif kind == EV_GOSSIP:
+                self._gossip(t)
+            elif kind == EV_RETRY:
+                self._fail_attempt(ident, t)
+            else:
+                self._ckpt_done(ident)
+        self.cnt[K_EVENTS] += handled
+        return handled
+
+    def advance(self, t_end):
+        """Handle every event before ``t_end`` (ns); return the number handled."""
+        cdef int64_t te = t_end, h
+        with nogil:
+            h = self._advance(te)
+        return h
+
+    def sample_view_age(self, t):
+        """Add the age of every node's view entry at ``t`` to the staleness counters."""
+        if self.view_mode == VIEW_GOSSIP:
+            vt = self.A["view_time"][: self.n_nodes]
+            self.cnt[K_VIEW_AGE_NS] += int(t) * self.n_nodes - int(vt.sum())
+            self.cnt[K_VIEW_SAMPLES] += self.n_nodes
+
+    @property
+    def tick_count(self):
+        return self.tick
+
+    def pending(self):
+        return self.pend_len

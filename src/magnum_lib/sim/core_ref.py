@@ -1,0 +1,598 @@
+"""Pure-Python reference of the request-path core (same class and results as ``_core.pyx``).
+
+One region: requests arrive, wait for the next regional round, are placed by one of
+``n_sched`` schedulers from its view, sent as speculative leases (RTT/2), validated by
+the node (accept, preempt training, queue, or refuse), dispatched on a device at the
+next decision quantum, optionally hedged on another node, and finish. Everything the
+core does is integer arithmetic on the arrays it is given, in the order of one event
+heap whose ties are broken by insertion order, so both backends agree exactly.
+
+The Python wiring (:mod:`magnum_lib.sim.model`) builds the inputs from the layers
+(cluster, hardware cost model, workload generators, gossip dissemination lags, Bloom
+digest) and calls :meth:`Core.advance` chunk by chunk, changing the view between chunks
+(the digest) and reading the state arrays for utilization over time.
+
+Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
+
+* per node ``i``: ``node_dev`` devices, ``node_type`` type code, ``node_ckpt_ns``
+  checkpoint cost of an evicted training shard there; truth ``run`` (inference copies
+  running), ``qlen`` (queued at the node), ``train`` (devices running training),
+  ``hold`` (devices held while an evicted shard checkpoints), ``inflight`` (leases sent,
+  not yet at the node; the "fresh" view counts them); view ``view_busy``, ``view_train``,
+  ring of gossip snapshots ``snap_busy``/``snap_train`` (``M`` per node), ``lag`` ticks.
+  ``free = node_dev - run - train - hold >= 0`` always.
+* per request ``r`` (sorted by arrival): ``arr``, ``cls``, ``noise`` (service multiplier),
+  ``hnoise`` (the hedge copy's); results ``status`` (0 waiting, 1 running, 2 done,
+  3 dropped), ``start``, ``finish``, ``node``, ``attempts``, ``comp[r, 0:6]`` (round wait,
+  scheduling work, RTT, validation, retries, dispatch wait; they sum to start - arr).
+* per copy ``c = 2r + h`` (h = 1 for a hedge): ``cstate`` (0 none, 1 running, 2 ended),
+  ``cnode``, ``cstart``, ``cborrow`` (runs on a device borrowed from training).
+* pools: class ``c`` of scheduler ``s`` tries pools ``cpool_off[s*C+c] .. [s*C+c+1]`` in
+  ``cpool`` order; pool ``p`` holds nodes ``pool_nodes[pool_off[p]:pool_off[p+1]]`` and
+  (policy "hash") ring points ``ring_key``/``ring_node`` in ``[ring_off[p], ring_off[p+1])``.
+* ``hint_off``/``hint_nodes``: per class, the planner's ranked nodes (policy "hints").
+* shards (training leases): ``shard_node``, ``shard_dev``, ``shard_start``, ``shard_state``
+  (0 running, 1 evicted and waiting); node ``i``'s shards are
+  ``node_shard_off[i] .. node_shard_off[i+1]``.
+* ``service[c * T + t]``: base service ns of class c on type t (< 0: not eligible);
+  ``cls_prio``, ``cls_setup`` (graph load ns when not pre-reserved).
+* ``skip[s * C + c]``: the last round in which scheduler s found no room for class c (the
+  rest of that class waits for the next round without being placed again);
+* ``cnt``: counters, indices ``K_*``; ``busy_type[t]``: device-ns of inference per type;
+  ``trace``: (time, event, node) rows for request ``trace_id``.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+MASK64 = (1 << 64) - 1
+
+# Event kinds (low 3 bits of the payload).
+EV_ROUND, EV_LEASE, EV_FINISH, EV_HEDGE, EV_GOSSIP, EV_RETRY, EV_CKPT = range(7)
+
+# Policies.
+POL_RANDOM, POL_SCAN, POL_TWO, POL_HASH, POL_HINTS = range(5)
+# View modes.
+VIEW_FRESH, VIEW_ROUND, VIEW_GOSSIP = range(3)
+# Preemption modes.
+PRE_NONE, PRE_CHECKPOINT, PRE_MICRO = range(3)
+# Request status.
+ST_WAIT, ST_RUN, ST_DONE, ST_DROP = range(4)
+# Components of decision latency.
+C_ROUND, C_SCHED, C_RTT, C_VALID, C_RETRY, C_DISPATCH = range(6)
+# Counters.
+(K_EVENTS, K_ROUNDS, K_LEASES, K_ACCEPT, K_ACCEPT_MICRO, K_ACCEPT_CKPT, K_QUEUED, K_REFUSED,
+ K_EXPIRED, K_NOFIT, K_DROPPED, K_HEDGES, K_HEDGE_NONE, K_HEDGE_WON, K_HEDGE_NS, K_EVICT,
+ K_RESUMED, K_LOST_NS, K_CKPT_NS, K_MICRO_NS, K_EXAMINED, K_VIEW_AGE_NS, K_VIEW_SAMPLES,
+ K_GOSSIP, K_DONE) = range(25)
+N_COUNTERS = 25
+# Trace event codes.
+TR_ARRIVE, TR_ROUND, TR_PLACED, TR_NOFIT, TR_LEASE, TR_REFUSED, TR_QUEUED, TR_START, TR_HEDGE, TR_FINISH, TR_DROP = range(11)
+TRACE_ROWS = 64
+
+# Integer parameters, in this order (the wiring builds the list).
+PARAMS = ("n_nodes", "n_req", "n_types", "n_cls", "n_sched", "round_ns", "rtt_half_ns", "c_round_ns",
+          "c_dec_ns", "c_node_ns", "c_val_ns", "quantum_ns", "policy", "view_mode", "preempt",
+          "micro_ns", "hedge_milli", "node_queue", "lease_ns", "max_attempts", "gossip_ns", "ring_m",
+          "trace_id", "ckpt_interval_ns", "train_prio", "draws", "scan_limit", "piggyback", "seed", "part_start_ns", "part_end_ns")
+
+
+def xorshift(state: int) -> int:
+    """xorshift64* step (Vigna 2016), 64-bit wrap-around, mirrored in ``_core.pyx``."""
+    x = state
+    x ^= x >> 12
+    x ^= (x << 25) & MASK64
+    x ^= x >> 27
+    return x
+
+
+def scramble(x: int) -> int:
+    return (x * 0x2545F4914F6CDD1D) & MASK64
+
+
+class Core:
+    """The request-path simulation of one region; see the module docstring."""
+
+    def __init__(self, A: dict, params):
+        self.A = A
+        p = dict(zip(PARAMS, (int(v) for v in params)))
+        self.p = p
+        for k, v in p.items():
+            setattr(self, k, v)
+        self.rng = (p["seed"] * 0x9E3779B97F4A7C15 + 1) & MASK64 or 1
+        self.heap: list = []
+        self.seq = 0
+        self.now = 0
+        self.next_arr = 0
+        self.pend: list = []  # FIFO of request ids waiting for a round (head at self.pend_head)
+        self.pend_head = 0
+        self.next_round = -1  # time of the live ROUND event (-1: none)
+        self.busy_until = 0
+        self.in_round = False
+        self.tick = 0  # gossip ticks / view refreshes so far (own-placement stamps compare to it)
+        self.ntrace = 0
+        if p["n_req"] > 0:
+            self._schedule_round(int(A["arr"][0]))
+        if p["view_mode"] == VIEW_GOSSIP and p["gossip_ns"] > 0:
+            self._push(p["gossip_ns"], 0, EV_GOSSIP)
+
+    # -- plumbing --------------------------------------------------------------
+    def _push(self, t, ident, kind):
+        heapq.heappush(self.heap, (t, self.seq, ident * 8 + kind))
+        self.seq += 1
+
+    def _rand(self, n):
+        self.rng = xorshift(self.rng)
+        return scramble(self.rng) % n
+
+    def _trace(self, r, t, code, node):
+        if r == self.trace_id and self.ntrace < TRACE_ROWS:
+            tr = self.A["trace"]
+            tr[self.ntrace, 0], tr[self.ntrace, 1], tr[self.ntrace, 2] = t, code, node
+            self.ntrace += 1
+
+    def _align(self, t):
+        q = self.quantum_ns
+        return t if q <= 0 else -(-t // q) * q
+
+    def _schedule_round(self, t):
+        """Make sure a round runs at the first grid point >= t (and after the busy scheduler)."""
+        if self.in_round:
+            return  # the round schedules its successor when it ends
+        t = max(t, self.busy_until)
+        t = -(-t // self.round_ns) * self.round_ns
+        if self.next_round < 0 or t < self.next_round:
+            self.next_round = t
+            self._push(t, 0, EV_ROUND)
+
+    # -- views -----------------------------------------------------------------
+    def _busy(self, i):
+        A = self.A
+        return int(A["run"][i] + A["qlen"][i] + A["hold"][i])
+
+    def _view(self, s, i):
+        """(busy, training) devices of node i as scheduler s believes them."""
+        A = self.A
+        if self.view_mode == VIEW_FRESH:
+            return self._busy(i) + int(A["inflight"][i]), int(A["train"][i])
+        j = s * self.n_nodes + i
+        own = int(A["own"][j]) if A["own_tick"][j] == self.tick else 0
+        return int(A["view_busy"][i]) + own, int(A["view_train"][i])
+
+    def _avail(self, s, i, can_preempt):
+        b, tr = self._view(s, i)
+        cap = int(self.A["node_dev"][i]) + self.node_queue
+        return cap - b if can_preempt else cap - b - tr
+
+    def _note_placed(self, s, i):
+        A = self.A
+        if self.view_mode == VIEW_FRESH:
+            A["inflight"][i] += 1
+            return
+        j = s * self.n_nodes + i
+        if A["own_tick"][j] != self.tick:
+            A["own_tick"][j] = self.tick
+            A["own"][j] = 0
+        A["own"][j] += 1
+
+    # -- placement -------------------------------------------------------------
+    def _pick_random(self, s, lo, n, cp, t_left):
+        """Next fitting random draw from pool nodes[lo:lo+n]; then up to ``scan_limit`` nodes from the last draw."""
+        A = self.A
+        nodes = A["pool_nodes"]
+        last = 0
+        while t_left[0] > 0:
+            t_left[0] -= 1
+            k = self._rand(n)
+            last = k
+            A["cnt"][K_EXAMINED] += 1
+            i = int(nodes[lo + k])
+            if self._avail(s, i, cp) > 0:
+                return i
+        for j in range(min(n, self.scan_limit)):
+            A["cnt"][K_EXAMINED] += 1
+            i = int(nodes[lo + (last + j) % n])
+            if self._avail(s, i, cp) > 0:
+                return i
+        return -1
+
+    def _place_pool(self, s, r, pool, cp):
+        A = self.A
+        lo, hi = int(A["pool_off"][pool]), int(A["pool_off"][pool + 1])
+        n = hi - lo
+        if n == 0:
+            return -1
+        nodes = A["pool_nodes"]
+        pol = POL_TWO if self.policy == POL_HINTS else self.policy
+        if pol == POL_SCAN:
+            best, best_av = -1, 0
+            for k in range(n):
+                i = int(nodes[lo + k])
+                av = self._avail(s, i, cp)
+                if av > best_av:
+                    best, best_av = i, av
+            A["cnt"][K_EXAMINED] += n
+            return best
+        if pol == POL_HASH:
+            rlo, rhi = int(A["ring_off"][pool]), int(A["ring_off"][pool + 1])
+            keys = A["ring_key"]
+            key = self._rand(1 << 62)
+            a, b = rlo, rhi  # first ring point with key >= request key (wraps)
+            while a < b:
+                m = (a + b) // 2
+                if keys[m] < key:
+                    a = m + 1
+                else:
+                    b = m
+            m = rhi - rlo
+            for j in range(m):
+                i = int(A["ring_node"][rlo + (a - rlo + j) % m])
+                A["cnt"][K_EXAMINED] += 1
+                if self._avail(s, i, cp) > 0:
+                    return i
+            return -1
+        left = [self.draws]
+        a = self._pick_random(s, lo, n, cp, left)
+        if pol == POL_RANDOM or a < 0:
+            return a
+        b = self._pick_random(s, lo, n, cp, left)
+        if b >= 0 and self._avail(s, b, cp) > self._avail(s, a, cp):
+            return b
+        return a
+
+    def _place(self, s, r):
+        """Node for request r by scheduler s, or -1: free devices first, preemption second."""
+        A = self.A
+        c = int(A["cls"][r])
+        may_preempt = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio
+        for cp in ((False, True) if may_preempt else (False,)):
+            if self.policy == POL_HINTS:  # the planner's hinted nodes first: the better of two
+                lo, n = int(A["hint_off"][c]), int(A["hint_off"][c + 1] - A["hint_off"][c])
+                best = -1
+                for _ in range(2 if n > 0 else 0):
+                    i = int(A["hint_nodes"][lo + self._rand(n)])
+                    A["cnt"][K_EXAMINED] += 1
+                    if i >= 0 and self._avail(s, i, cp) > 0 and (best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
+                        best = i
+                if best >= 0:
+                    return best
+            k = s * self.n_cls + c
+            for q in range(int(A["cpool_off"][k]), int(A["cpool_off"][k + 1])):
+                i = self._place_pool(s, r, int(A["cpool"][q]), cp)
+                if i >= 0:
+                    return i
+        return -1
+
+    # -- events ----------------------------------------------------------------
+    def _round(self, t):
+        A = self.A
+        cnt = A["cnt"]
+        self.next_round = -1
+        self.in_round = True
+        cnt[K_ROUNDS] += 1
+        if self.view_mode == VIEW_ROUND:
+            for i in range(self.n_nodes):
+                A["view_busy"][i] = self._busy(i)
+                A["view_train"][i] = A["train"][i]
+            self.tick += 1
+        batch = self.pend[self.pend_head:]
+        self.pend = []
+        self.pend_head = 0
+        arr = A["arr"]
+        while self.next_arr < self.n_req and arr[self.next_arr] <= t:
+            batch.append(self.next_arr)
+            self._trace(self.next_arr, int(arr[self.next_arr]), TR_ARRIVE, -1)
+            A["ready"][self.next_arr] = arr[self.next_arr]
+            self.next_arr += 1
+        work = [self.c_round_ns] * self.n_sched
+        comp = A["comp"]
+        rnd = int(cnt[K_ROUNDS])
+        for k, r in enumerate(batch):
+            s = k % self.n_sched
+            sc = s * self.n_cls + int(A["cls"][r])
+            if A["skip"][sc] == rnd:
+                # This scheduler found no room for this class earlier in the round: the request
+                # keeps waiting (no attempt, no work) instead of scanning the view again.
+                self.pend.append(r)
+                continue
+            ex0 = int(cnt[K_EXAMINED])
+            i = self._place(s, r)
+            work[s] += self.c_dec_ns + self.c_node_ns * (int(cnt[K_EXAMINED]) - ex0)
+            done = t + work[s]
+            comp[r, C_ROUND] += t - int(A["ready"][r])
+            comp[r, C_SCHED] += done - t
+            self._trace(r, t, TR_ROUND, -1)
+            if i < 0:
+                A["skip"][sc] = rnd
+                cnt[K_NOFIT] += 1
+                self._trace(r, done, TR_NOFIT, -1)
+                self._fail_attempt(r, done)
+                continue
+            self._note_placed(s, i)
+            cnt[K_LEASES] += 1
+            A["node"][r] = i
+            A["expiry"][r] = done + self.lease_ns
+            comp[r, C_RTT] += self.rtt_half_ns
+            self._trace(r, done, TR_PLACED, i)
+            self._push(done + self.rtt_half_ns, r, EV_LEASE)
+        self.busy_until = t + max(work)
+        self.in_round = False
+        if self.pend_head < len(self.pend):
+            self._schedule_round(t + self.round_ns)
+        elif self.next_arr < self.n_req:
+            self._schedule_round(max(t + self.round_ns, int(arr[self.next_arr])))
+
+    def _fail_attempt(self, r, t_back):
+        """The attempt failed; its time moves to the retry component and r waits again."""
+        A = self.A
+        comp = A["comp"]
+        comp[r, C_RETRY] += t_back - int(A["ready"][r])
+        for k in (C_ROUND, C_SCHED, C_RTT, C_VALID):
+            comp[r, k] = 0
+        A["attempts"][r] += 1
+        if A["attempts"][r] >= self.max_attempts:
+            A["status"][r] = ST_DROP
+            A["finish"][r] = t_back
+            A["cnt"][K_DROPPED] += 1
+            self._trace(r, t_back, TR_DROP, -1)
+            return
+        A["ready"][r] = t_back
+        self.pend.append(r)
+        self._schedule_round(t_back)
+
+    def _start_copy(self, c, i, t, borrowed):
+        A = self.A
+        r = c >> 1
+        cl = int(A["cls"][r])
+        base = int(A["service"][cl * self.n_types + int(A["node_type"][i])])
+        mult = float(A["hnoise"][r] if c & 1 else A["noise"][r])
+        dur = int(base * mult) + int(A["cls_setup"][cl]) + 1
+        A["cstate"][c], A["cnode"][c], A["cstart"][c], A["cborrow"][c] = 1, i, t, borrowed
+        A["run"][i] += 1
+        self._push(t + dur, c, EV_FINISH)
+        if c & 1 == 0:
+            A["status"][r] = ST_RUN
+            A["start"][r] = t
+            self._trace(r, t, TR_START, i)
+            thr = base * self.hedge_milli // 1000  # hedge past hedge_factor x expected time
+            if self.hedge_milli > 0 and dur > thr:
+                self._push(t + thr, r, EV_HEDGE)
+
+    def _accept_start(self, r, i, tv, extra, borrowed):
+        A = self.A
+        t = self._align(tv + extra)
+        A["comp"][r, C_DISPATCH] += t - tv
+        self._start_copy(2 * r, i, t, borrowed)
+
+    def _lease(self, r, ta):
+        """A lease reaches its node; the reply carries the node's state back (``piggyback``)."""
+        self._lease_decide(r, ta)
+        if self.piggyback and self.view_mode != VIEW_FRESH:
+            A = self.A
+            i = int(A["node"][r])
+            A["view_busy"][i] = self._busy(i)
+            A["view_train"][i] = A["train"][i]
+            A["view_time"][i] = ta
+
+    def _lease_decide(self, r, ta):
+        A = self.A
+        cnt = A["cnt"]
+        i = int(A["node"][r])
+        if self.view_mode == VIEW_FRESH:
+            A["inflight"][i] -= 1
+        tv = ta + self.c_val_ns
+        A["comp"][r, C_VALID] += self.c_val_ns
+        self._trace(r, ta, TR_LEASE, i)
+        if ta > A["expiry"][r]:
+            cnt[K_EXPIRED] += 1
+            self._refuse(r, tv, i)
+            return
+        free = int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])
+        c = int(A["cls"][r])
+        if free > 0:
+            cnt[K_ACCEPT] += 1
+            self._accept_start(r, i, tv, 0, 0)
+            return
+        can_preempt = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio \
+            and A["train"][i] > 0
+        if can_preempt and self.preempt == PRE_MICRO:
+            A["train"][i] -= 1
+            cnt[K_ACCEPT_MICRO] += 1
+            self._accept_start(r, i, tv, self.micro_ns, 1)
+            return
+        if can_preempt:  # checkpoint: evict the node's first running shard (validator's order)
+            for sh in range(int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])):
+                if A["shard_state"][sh] == 0:
+                    break
+            d = int(A["shard_dev"][sh])
+            ck = int(A["node_ckpt_ns"][i])
+            A["shard_state"][sh] = 1
+            A["train"][i] -= d
+            A["hold"][i] += d - 1
+            if d > 1:
+                self._push(tv + ck, sh, EV_CKPT)
+            since = tv - int(A["shard_start"][sh])
+            cnt[K_EVICT] += 1
+            cnt[K_LOST_NS] += d * (since % self.ckpt_interval_ns)
+            cnt[K_CKPT_NS] += d * ck
+            cnt[K_ACCEPT_CKPT] += 1
+            self._accept_start(r, i, tv, ck, 0)
+            return
+        # Queue only behind inference (or a checkpoint) that will free a device; a node
+        # whose devices all run training would keep the request forever.
+        if A["qlen"][i] < self.node_queue and A["run"][i] + A["hold"][i] > 0:
+            cnt[K_ACCEPT] += 1
+            cnt[K_QUEUED] += 1
+            A["ready"][r] = tv  # dispatch wait counts from validation
+            if A["qlen"][i] == 0:
+                A["q_head"][i] = r
+            else:
+                A["q_next"][int(A["q_tail"][i])] = r
+            A["q_tail"][i] = r
+            A["q_next"][r] = -1
+            A["qlen"][i] += 1
+            self._trace(r, tv, TR_QUEUED, i)
+            return
+        cnt[K_REFUSED] += 1
+        self._refuse(r, tv, i)
+
+    def _refuse(self, r, tv, i):
+        self._trace(r, tv, TR_REFUSED, i)
+        self._push(tv + self.rtt_half_ns, r, EV_RETRY)
+
+    def _release(self, i, borrowed, t):
+        """A copy ended on node i at t: hand the device on (queue, training, waiting shard)."""
+        A = self.A
+        A["run"][i] -= 1
+        if A["qlen"][i] > 0 and (borrowed or int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0):
+            # The next queued request takes the device (a borrowed one stays borrowed: the
+            # request was queued behind it).
+            r = int(A["q_head"][i])
+            A["q_head"][i] = A["q_next"][r]
+            A["qlen"][i] -= 1
+            t0 = self._align(t)
+            A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
+            self._start_copy(2 * r, i, t0, borrowed)
+            return
+        if borrowed:
+            A["train"][i] += 1  # the paused training kernel resumes on its device
+        self._resume_shards(i)
+
+    def _resume_shards(self, i):
+        A = self.A
+        for sh in range(int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])):
+            if A["shard_state"][sh] == 1 and A["qlen"][i] == 0:
+                d = int(A["shard_dev"][sh])
+                if int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) >= d:
+                    A["shard_state"][sh] = 0
+                    A["train"][i] += d
+                    A["cnt"][K_RESUMED] += 1
+
+    def _finish(self, c, t):
+        A = self.A
+        if A["cstate"][c] != 1:
+            return  # killed: the other copy won
+        r = c >> 1
+        A["cstate"][c] = 2
+        i = int(A["cnode"][c])
+        ty = int(A["node_type"][i])
+        A["busy_type"][ty] += t - int(A["cstart"][c])
+        if A["cborrow"][c]:
+            A["cnt"][K_MICRO_NS] += t - int(A["cstart"][c])
+        if c & 1:
+            A["cnt"][K_HEDGE_NS] += t - int(A["cstart"][c])
+            A["cnt"][K_HEDGE_WON] += 1
+        self._release(i, int(A["cborrow"][c]), t)
+        o = c ^ 1
+        if A["cstate"][o] == 1:  # kill the slower copy
+            A["cstate"][o] = 2
+            j = int(A["cnode"][o])
+            A["busy_type"][int(A["node_type"][j])] += t - int(A["cstart"][o])
+            if o & 1:
+                A["cnt"][K_HEDGE_NS] += t - int(A["cstart"][o])
+            if A["cborrow"][o]:
+                A["cnt"][K_MICRO_NS] += t - int(A["cstart"][o])
+            self._release(j, int(A["cborrow"][o]), t)
+        A["status"][r] = ST_DONE
+        A["finish"][r] = t
+        A["cnt"][K_DONE] += 1
+        self._trace(r, t, TR_FINISH, i)
+
+    def _hedge(self, r, t):
+        A = self.A
+        if A["status"][r] != ST_RUN:
+            return
+        i0 = int(A["cnode"][2 * r])
+        ty = int(A["node_type"][i0])
+        lo, hi = int(A["type_off"][ty]), int(A["type_off"][ty + 1])
+        best = -1
+        for _ in range(2):  # probe two random nodes of the same type (truth, over RTT)
+            j = int(A["type_nodes"][lo + self._rand(hi - lo)])
+            if j != i0 and int(A["node_dev"][j] - A["run"][j] - A["train"][j] - A["hold"][j]) > 0:
+                best = j
+                break
+        if best < 0:
+            A["cnt"][K_HEDGE_NONE] += 1
+            return
+        A["cnt"][K_HEDGES] += 1
+        self._trace(r, t, TR_HEDGE, best)
+        self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0)
+
+    def _gossip(self, t):
+        A = self.A
+        m = self.ring_m
+        k = self.tick + 1
+        slot = k % m
+        in_part = self.part_start_ns <= t < self.part_end_ns
+        for i in range(self.n_nodes):
+            A["snap_busy"][slot * self.n_nodes + i] = self._busy(i)
+            A["snap_train"][slot * self.n_nodes + i] = A["train"][i]
+            if in_part and A["part"][i]:
+                continue  # cut off: the scheduler's entry for i stays as it was
+            lag = min(int(A["lag"][i]), k, m - 1)
+            src = ((k - lag) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
+            A["view_busy"][i] = A["snap_busy"][src]
+            A["view_train"][i] = A["snap_train"][src]
+            A["view_time"][i] = t - lag * self.gossip_ns
+        self.tick = k
+        A["cnt"][K_GOSSIP] += 1
+        self._push(t + self.gossip_ns, 0, EV_GOSSIP)
+
+    def _ckpt_done(self, sh):
+        A = self.A
+        i = int(A["shard_node"][sh])
+        A["hold"][i] -= int(A["shard_dev"][sh]) - 1
+        # The freed devices go to the queue first, then to waiting shards.
+        while A["qlen"][i] > 0 and int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0:
+            r = int(A["q_head"][i])
+            A["q_head"][i] = A["q_next"][r]
+            A["qlen"][i] -= 1
+            t0 = self._align(self.now)
+            A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
+            self._start_copy(2 * r, i, t0, 0)
+        self._resume_shards(i)
+
+    # -- the loop ----------------------------------------------------------------
+    def advance(self, t_end: int) -> int:
+        """Handle every event before ``t_end`` (ns); return the number handled."""
+        A = self.A
+        cnt = A["cnt"]
+        handled = 0
+        while self.heap and self.heap[0][0] < t_end:
+            t, _, payload = heapq.heappop(self.heap)
+            self.now = t
+            kind, ident = payload & 7, payload >> 3
+            handled += 1
+            if kind == EV_ROUND:
+                if t == self.next_round:
+                    self._round(t)
+            elif kind == EV_LEASE:
+                self._lease(ident, t)
+            elif kind == EV_FINISH:
+                self._finish(ident, t)
+            elif kind == EV_HEDGE:
+                self._hedge(ident, t)
+            elif kind == EV_GOSSIP:
+                self._gossip(t)
+            elif kind == EV_RETRY:
+                self._fail_attempt(ident, t)
+            else:
+                self._ckpt_done(ident)
+        cnt[K_EVENTS] += handled
+        return handled
+
+    def sample_view_age(self, t: int) -> None:
+        """Add the age of every node's view entry at ``t`` to the staleness counters."""
+        A = self.A
+        if self.view_mode == VIEW_GOSSIP:
+            A["cnt"][K_VIEW_AGE_NS] += int(t * self.n_nodes - A["view_time"][: self.n_nodes].sum())
+            A["cnt"][K_VIEW_SAMPLES] += self.n_nodes
+
+    @property
+    def tick_count(self) -> int:
+        return self.tick
+
+    def pending(self) -> int:
+        return len(self.pend) - self.pend_head

@@ -1,0 +1,404 @@
+"""Wiring: build one region's inputs from the layers, run the core chunk by chunk, summarize.
+
+Layers used (the simulator only wires them):
+
+* :func:`magnum_lib.cluster.build_cluster` - regions > cells > nodes > devices;
+* :func:`magnum_lib.hardware.cost_matrix` - roofline service time and energy per class
+  and device type (eligibility: the precision exists and the class allows the type);
+* :mod:`magnum_lib.workload` - MMPP bursts (:func:`bursty_arrivals`), diurnal thinning
+  (:func:`diurnal_rate`), the Philly-calibrated sample (:func:`load_sample_workload`) for
+  training lease sizes and ages;
+* :func:`magnum_lib.gossip.dissemination.simulate` - the rounds a node's update takes to
+  reach the scheduler (fan-out, loss), drawn per node per digest interval;
+* :class:`magnum_lib.gossip.bloom.BloomFilter` - the digest of full nodes every
+  ``digest_interval``, false positives included;
+* ``magnum_lib.sim`` core (:mod:`core_ref` / ``_core``) - the request path.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+
+from magnum_lib import _backend
+from magnum_lib.cluster import build_cluster
+from magnum_lib.engine.distributions import NS_PER_S
+from magnum_lib.hardware import cost_matrix, default_catalog
+from magnum_lib.sim import core_ref as K
+from magnum_lib.sim.config import SimConfig, check_config
+
+__all__ = ["core_module", "build_region", "run_region", "RegionRun"]
+
+_SCOPE_ALL = -1
+
+
+def core_module(backend: str | None = None):
+    """The core for ``backend`` ("compiled", "python") or the active one."""
+    import importlib
+    if backend == "python":
+        return K
+    if backend == "compiled":
+        return importlib.import_module("magnum_lib.sim._core")
+    return _backend.pick("magnum_lib.sim._core", "magnum_lib.sim.core_ref")
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * NS_PER_S))
+
+
+def class_costs(cfg: SimConfig, type_keys):
+    """Service seconds and energy joules per (class, type); inf where not eligible."""
+    t = np.full((len(cfg.classes), len(type_keys)), np.inf)
+    e = np.full_like(t, np.inf)
+    for c, rc in enumerate(cfg.classes):
+        m = cost_matrix(type_keys, [rc.flops], [rc.bytes_moved], precision=rc.precision,
+                        efficiency=rc.efficiency, missing="inf")
+        ok = np.isfinite(m.time_s[0])
+        if rc.types:
+            cat = default_catalog()
+            allowed = {cat.resolve(k) for k in rc.types}
+            ok &= np.array([k in allowed for k in type_keys])
+        t[c] = np.where(ok, m.time_s[0], np.inf)
+        e[c] = np.where(ok, m.energy_j[0], np.inf)
+    return t, e
+
+
+def type_order(cfg: SimConfig, times, energy, c: int) -> list:
+    """Eligible types of class c, the cost model's order: meets the SLA first, then least energy."""
+    el = [t for t in range(times.shape[1]) if np.isfinite(times[c, t])]
+    sla = cfg.classes[c].sla_s
+    return sorted(el, key=lambda t: (times[c, t] > sla, energy[c, t], t))
+
+
+def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
+    """Arrival times (s): MMPP bursts, thinned by the diurnal curve, plus a load spike."""
+    from magnum_lib.workload import bursty_arrivals, bursty_mean_rate, diurnal_rate
+
+    amp = cfg.diurnal_amplitude
+    m = bursty_mean_rate(1.0, cfg.burst_factor, cfg.base_mean_s, cfg.burst_mean_s)
+    base = rate * (1 + amp) / m
+    seed = int(rng.integers(2**63))
+    t = bursty_arrivals(base, base * cfg.burst_factor, cfg.base_mean_s, cfg.burst_mean_s,
+                        horizon=cfg.duration_s, start="stationary", seed=seed)
+    if amp > 0:
+        keep = rng.random(t.size) * (1 + amp) < diurnal_rate(t, 1.0, amp, cfg.diurnal_period_s)
+        t = t[keep]
+    if cfg.spike_at_s >= 0 and cfg.spike_s > 0 and cfg.spike_factor > 1:
+        lo, hi = cfg.spike_at_s, min(cfg.spike_at_s + cfg.spike_s, cfg.duration_s)
+        if hi > lo:
+            n = rng.poisson(rate * (cfg.spike_factor - 1) * (hi - lo))
+            t = np.sort(np.concatenate([t, lo + rng.random(n) * (hi - lo)]))
+    return t
+
+
+@functools.lru_cache(maxsize=1)
+def _sample_jobs():
+    """GPUs and run times of the shipped Philly-calibrated sample (read once)."""
+    from magnum_lib.workload import load_sample_workload
+    wl = load_sample_workload()
+    return np.asarray(wl.num_gpus), np.asarray(wl.duration_s)
+
+
+def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
+    """Training shards (node, devices, start ns) packed first-fit on random nodes.
+
+    Job sizes and ages come from the Philly-calibrated sample: a job of g GPUs is split
+    into shards of at most one node; its age is uniform in its run time (a lease already
+    held at t = 0; every sample run time exceeds a few-second simulation, so leases are
+    held to the end).
+    """
+    gpus, durations = _sample_jobs()
+    target = int(cfg.training_fraction * node_dev.sum())
+    free = node_dev.astype(np.int64).copy()
+    n = len(node_dev)
+    nodes, devs, starts = [], [], []
+    held = 0
+    tries = 0
+    while held < target and tries < 20 * n + 100:
+        j = int(rng.integers(len(gpus)))
+        g = min(int(gpus[j]), target - held)
+        age = rng.random() * float(durations[j])
+        while g > 0 and tries < 20 * n + 100:
+            tries += 1
+            d = min(g, int(node_dev.max()))
+            i = int(rng.integers(n))
+            d = min(d, int(free[i]))
+            if d <= 0:
+                continue
+            free[i] -= d
+            nodes.append(i)
+            devs.append(d)
+            starts.append(-_ns(age))
+            held += d
+            g -= d
+    order = np.argsort(np.array(nodes, dtype=np.int64), kind="stable")
+    sn = np.array(nodes, dtype=np.int64)[order]
+    return sn, np.array(devs, dtype=np.int64)[order], np.array(starts, dtype=np.int64)[order]
+
+
+def _ring(nodes: np.ndarray, vnodes: int, salt: int):
+    """Consistent-hash ring of ``nodes`` (``vnodes`` points each): sorted keys, owner nodes."""
+    x = (np.repeat(nodes.astype(np.uint64), vnodes) * np.uint64(1024)
+         + np.tile(np.arange(vnodes, dtype=np.uint64), len(nodes)) + np.uint64(salt))
+    with np.errstate(over="ignore"):  # splitmix64 finalizer
+        x = (x + np.uint64(0x9E3779B97F4A7C15))
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    keys = (x >> np.uint64(2)).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.repeat(nodes, vnodes)[order]
+
+
+class RegionRun:
+    """One region's inputs, core and collected series (see :func:`build_region`)."""
+
+    def __init__(self, cfg, A, params, core, type_keys, energy_w, times, rate, lag_dist, n_inf_dev):
+        self.cfg, self.A, self.params, self.core = cfg, A, params, core
+        self.type_keys, self.power_w, self.times, self.rate = type_keys, energy_w, times, rate
+        self.lag_dist = lag_dist
+        self.inference_devices = n_inf_dev
+        self.util_t: list = []
+        self.util: list = []
+        self.running: list = []  # inference copies running at each chunk end (Little's law)
+        self.wall_s = 0.0
+
+
+def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) -> RegionRun:
+    """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core."""
+    cfg = check_config(cfg)
+    rng = np.random.default_rng([cfg.seed, region])
+    cl = build_cluster(regions=1, cells_per_region=cfg.cells_per_region, nodes_per_cell=cfg.nodes_per_cell,
+                       devices_per_node=cfg.devices_per_node, mix=dict(cfg.mix),
+                       seed=int(rng.integers(2**31)))
+    n = cl.n_nodes
+    keys = cl.type_keys
+    cat = default_catalog()
+    power = np.array([cat[k].tdp_w for k in keys])
+    node_type = cl.node_type.astype(np.int64)
+    node_dev = np.diff(cl.node_device_offset).astype(np.int64)
+    node_cell = cl.node_cell.astype(np.int64)
+    times, energy = class_costs(cfg, keys)
+    C, T = times.shape
+    for c in range(C):
+        if not np.isfinite(times[c]).any() or not any(np.isfinite(times[c, t]) and (node_type == t).any()
+                                                       for t in range(T)):
+            from magnum_lib.engine.errors import ParameterError
+            raise ParameterError("classes", f"class {cfg.classes[c].name!r} has no eligible device in the cluster")
+
+    # Training leases, then the rate that makes the offered load.
+    sh_node, sh_dev, sh_start = _training(cfg, node_dev, rng)
+    train = np.bincount(sh_node, weights=sh_dev, minlength=n).astype(np.int64)
+    inf_dev = int(node_dev.sum() - train.sum())
+    shares = np.array([c.share for c in cfg.classes])
+    # Load: offered work on each request's fastest eligible type present, over the free devices.
+    present = np.isin(np.arange(T), node_type)
+    ref_time = np.array([times[c][present].min() for c in range(C)])
+    rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ ref_time)
+
+    arr = _arrivals(cfg, rate, rng)
+    R = arr.size
+    cls = rng.choice(C, size=R, p=shares).astype(np.int64)
+    if cfg.service == "exp":
+        noise, hnoise = rng.exponential(1.0, R), rng.exponential(1.0, R)
+    else:
+        s2 = math.log1p(cfg.service_cv ** 2)
+        noise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
+        hnoise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
+
+    # Pools: per scheduler scope and class, node lists tried in order.
+    S = cfg.schedulers
+    scopes = [np.arange(n)] * S if cfg.scope == "region" else [np.flatnonzero(node_cell == s) for s in range(S)]
+    pool_nodes, pool_off, cpool, cpool_off = [], [0], [], [0]
+    ring_key, ring_node, ring_off = [], [], [0]
+    cache = {}
+
+    def pool_for(s, types):
+        key = (s if cfg.scope == "cell" else 0, tuple(types))
+        if key not in cache:
+            nodes = scopes[s][np.isin(node_type[scopes[s]], types)]
+            cache[key] = len(pool_off) - 1
+            pool_nodes.append(nodes)
+            pool_off.append(pool_off[-1] + len(nodes))
+            if cfg.policy == "hash":
+                k_, n_ = _ring(nodes, cfg.ring_vnodes, salt=len(pool_off))
+            else:
+                k_, n_ = np.zeros(0, np.int64), np.zeros(0, np.int64)
+            ring_key.append(k_)
+            ring_node.append(n_)
+            ring_off.append(ring_off[-1] + len(k_))
+        return cache[key]
+
+    for s in range(S):
+        for c in range(C):
+            order = type_order(cfg, times, energy, c)
+            if cfg.hetero_aware:  # the cost model: types meeting the SLA first, then the rest
+                meets = sorted(t for t in order if times[c, t] <= cfg.classes[c].sla_s)
+                rest = sorted(t for t in order if times[c, t] > cfg.classes[c].sla_s)
+                groups = [g for g in (meets, rest) if g]
+            else:  # one size fits all: any eligible device
+                groups = [sorted(order)]
+            for g in groups:
+                cpool.append(pool_for(s, g))
+            cpool_off.append(len(cpool))
+
+    service = np.where(np.isfinite(times), np.rint(times * NS_PER_S), -1).astype(np.int64)
+    setup = np.array([0 if cfg.pre_reserve else _ns(c.setup_s) for c in cfg.classes], dtype=np.int64)
+    type_nodes = np.argsort(node_type, kind="stable").astype(np.int64)
+    type_off = np.concatenate([[0], np.cumsum(np.bincount(node_type, minlength=T))]).astype(np.int64)
+    node_shard_off = np.concatenate([[0], np.cumsum(np.bincount(sh_node, minlength=n))]).astype(np.int64)
+    mem = np.array([cat[k].memory_bytes for k in keys], dtype=np.float64)
+    ckpt = np.rint(mem[node_type] * cfg.training_memory_fraction / cfg.checkpoint_bandwidth * NS_PER_S)
+    if cfg.preempt == "kill":  # evicted at once: no checkpoint delay, the work since the last is lost
+        ckpt[:] = 0
+
+    # Gossip: rounds for a node's update to reach the scheduler, from the dissemination layer.
+    lag_dist = np.zeros(1, dtype=np.int64)
+    ring_m = 2
+    if cfg.view == "gossip":
+        from magnum_lib.gossip.dissemination import simulate
+        g = simulate(nodes=max(2, min(n, 5000)), fanout=min(cfg.fanout, max(1, min(n, 5000) - 1)),
+                     mode="pushpull", loss=cfg.gossip_loss, seed=int(rng.integers(2**31)), max_rounds=1000)
+        rounds = g.infection_round[1:]
+        lag_dist = np.where(rounds < 0, 1000, rounds).astype(np.int64)
+        ring_m = int(min(64, lag_dist.max() + 2))
+    part = np.zeros(n, dtype=np.int64)
+    if cfg.partition_fraction > 0:
+        part[rng.permutation(n)[: int(round(cfg.partition_fraction * n))]] = 1
+
+    z = lambda k, dt=np.int64: np.zeros(k, dtype=dt)  # noqa: E731
+    A = dict(
+        node_dev=node_dev, node_type=node_type, node_ckpt_ns=ckpt.astype(np.int64),
+        run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
+        view_busy=z(n), view_train=train.copy(), view_time=z(n),
+        snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
+        own=z(S * n), own_tick=np.full(S * n, -1, dtype=np.int64),
+        q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
+        arr=np.rint(arr * NS_PER_S).astype(np.int64), cls=cls, noise=noise.astype(np.float64),
+        hnoise=hnoise.astype(np.float64),
+        status=z(R), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
+        node=np.full(R, -1, dtype=np.int64), attempts=z(R), comp=np.zeros((R, 6), dtype=np.int64),
+        ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int64),
+        cstate=z(2 * R), cnode=np.full(2 * R, -1, dtype=np.int64), cstart=z(2 * R), cborrow=z(2 * R),
+        pool_nodes=np.concatenate(pool_nodes).astype(np.int64), pool_off=np.array(pool_off, dtype=np.int64),
+        cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
+        ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),
+        ring_off=np.array(ring_off, dtype=np.int64),
+        hint_off=np.arange(C + 1, dtype=np.int64) * cfg.hint_jobs, hint_nodes=np.full(C * cfg.hint_jobs, -1, dtype=np.int64),
+        shard_node=sh_node, shard_dev=sh_dev, shard_start=sh_start, shard_state=z(len(sh_node)),
+        node_shard_off=node_shard_off,
+        service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64),
+        cls_setup=setup, type_nodes=type_nodes, type_off=type_off,
+        cnt=z(K.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((K.TRACE_ROWS, 3), -1, dtype=np.int64),
+    )
+    if cfg.view != "fresh":
+        A["view_busy"][:] = 0
+    trace_id = cfg.trace_request if cfg.trace_request >= 0 else R // 2
+    P = dict(n_nodes=n, n_req=R, n_types=T, n_cls=C, n_sched=S, round_ns=max(1, _ns(cfg.round_s)),
+             rtt_half_ns=_ns(cfg.rtt_s / 2), c_round_ns=_ns(cfg.c_round_s), c_dec_ns=_ns(cfg.c_decision_s),
+             c_node_ns=_ns(cfg.c_node_s), c_val_ns=_ns(cfg.c_validate_s), quantum_ns=_ns(cfg.quantum_s),
+             policy=("random", "scan", "two-choices", "hash", "hints").index(cfg.policy),
+             view_mode=("fresh", "round", "gossip").index(cfg.view),
+             preempt={"none": 0, "kill": 1, "checkpoint": 1, "micro": 2}[cfg.preempt], micro_ns=_ns(cfg.micro_preempt_s),
+             hedge_milli=int(round(cfg.hedge_factor * 1000)), node_queue=cfg.node_queue, lease_ns=_ns(cfg.lease_timeout_s),
+             max_attempts=cfg.max_attempts, gossip_ns=max(1, _ns(cfg.gossip_interval_s)), ring_m=ring_m,
+             trace_id=trace_id, ckpt_interval_ns=max(1, _ns(cfg.checkpoint_interval_s)), train_prio=0,
+             draws=cfg.draws, scan_limit=cfg.scan_limit, piggyback=int(cfg.piggyback), seed=int(rng.integers(2**62)),
+             part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
+             part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1)
+    params = [P[k] for k in K.PARAMS]
+    A["lag"][:] = rng.choice(lag_dist, size=n)
+    core = core_module(backend).Core(A, np.array(params, dtype=np.int64))
+    run = RegionRun(cfg, A, params, core, keys, power, times, rate, lag_dist, inf_dev)
+    run.rng = rng
+    run.hint_types = np.array([type_order(cfg, times, energy, c)[0] for c in range(C)], dtype=np.int64)
+    run.node_cell = node_cell
+    return run
+
+
+def _plan_hints(run: RegionRun, t_ns: int) -> None:
+    """The planner (layer 1) replans from a snapshot of the region: its chosen nodes become hints.
+
+    One pending job per class and hint slot (1 device of the class's cost-model type, no
+    communication, the class's priority); ``planner.plan`` places them (min-cost flow) and
+    ``hint_nodes[c * hint_jobs:]`` gets the nodes it chose for class c (-1: unplaced).
+    """
+    from magnum_lib.planner.plan import plan
+    from magnum_lib.planner.snapshot import Snapshot
+
+    A, cfg = run.A, run.cfg
+    C, H = len(cfg.classes), cfg.hint_jobs
+    free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
+    n_cells = int(run.node_cell.max()) + 1
+    snap = Snapshot(node_group=run.node_cell, node_type=A["node_type"], node_capacity=A["node_dev"],
+                    node_free=np.maximum(free, 0), group_bandwidth=np.full(n_cells, 100.0),
+                    job_demand=np.ones(C * H, dtype=np.int64), job_type=np.repeat(run.hint_types, H),
+                    job_comm=np.zeros(C * H), job_priority=np.repeat([c.priority for c in cfg.classes], H),
+                    type_keys=tuple(run.type_keys), time_s=t_ns / NS_PER_S)
+    A["hint_nodes"][:] = plan(snap, "flow").job_node
+
+
+@functools.lru_cache(maxsize=4096)
+def _bloom_params(n: int, fp: float) -> tuple[int, int]:
+    from magnum_lib.gossip.bloom import optimal_params
+    return optimal_params(n, fp)
+
+
+def _digest(run: RegionRun, t_ns: int) -> None:
+    """The Bloom digest of full nodes reaches the scheduler: flagged nodes look full, others not."""
+    from magnum_lib.gossip.bloom import BloomFilter
+
+    A, cfg = run.A, run.cfg
+    free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
+    is_full = free <= 0
+    full = np.flatnonzero(is_full)
+    bf = BloomFilter(*_bloom_params(max(len(full), 1), cfg.bloom_fp), seed=int(t_ns % (2**31)))
+    if len(full):
+        bf.add_many(full)
+    flagged = is_full.copy()  # no false negatives: only the other nodes can test positive
+    others = np.flatnonzero(~is_full)
+    if len(others):
+        flagged[others] = bf.contains_many(others)
+    reach = np.ones(len(free), dtype=bool)
+    p = run.params
+    ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
+    if ps <= t_ns < pe:
+        reach = A["part"] == 0
+    no_free = A["node_dev"] - A["view_train"]
+    vb = A["view_busy"]
+    vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),
+                     np.where(reach & ~flagged, np.minimum(vb, no_free - 1), vb))
+    A["view_time"][reach] = t_ns
+
+
+def run_region(run: RegionRun, progress=None) -> RegionRun:
+    """Advance ``run`` to the end of its duration, chunk by chunk (digest, lags, samples)."""
+    cfg, A = run.cfg, run.A
+    end = _ns(cfg.duration_s)
+    chunk = _ns(cfg.digest_interval_s) if cfg.digest_interval_s > 0 else max(_ns(cfg.duration_s) // 200, 1)
+    t = 0
+    dev_by_type = np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys))
+    start = time.perf_counter()
+    plan_every = _ns(cfg.planner_interval_s)
+    next_plan = 0
+    while t < end:
+        if cfg.policy == "hints" and t >= next_plan:
+            _plan_hints(run, t)
+            next_plan = t + plan_every
+        t = min(t + chunk, end)
+        run.core.advance(t)
+        if cfg.view == "gossip":
+            if cfg.digest_interval_s > 0:
+                _digest(run, t)
+            A["lag"][:] = run.rng.choice(run.lag_dist, size=len(A["lag"]))
+            run.core.sample_view_age(t)
+        run.running.append(int(A["run"].sum()))
+        used = A["run"] + A["train"] + A["hold"]
+        run.util_t.append(t)
+        run.util.append(np.bincount(A["node_type"], weights=used, minlength=len(run.type_keys)) / dev_by_type)
+        if progress is not None:
+            progress(t / end)
+    run.wall_s = time.perf_counter() - start
+    return run

@@ -1,0 +1,134 @@
+"""Summaries of a run: decision latency and its parts, SLA, utilization, leases, energy, trace."""
+from __future__ import annotations
+
+import numpy as np
+
+from magnum_lib.engine.distributions import NS_PER_S
+from magnum_lib.sim import core_ref as K
+
+COMPONENTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
+TRACE_EVENTS = ("arrive", "round", "placed", "no_fit_in_view", "lease_at_node", "refused", "queued",
+                "start", "hedge", "finish", "dropped")
+_Q = (50, 95, 99, 99.9)
+_QNAMES = ("p50", "p95", "p99", "p999")
+
+
+def _pct_ms(ns) -> dict:
+    if len(ns) == 0:
+        return {k: None for k in _QNAMES}
+    v = np.percentile(ns, _Q) / 1e6
+    return {k: float(x) for k, x in zip(_QNAMES, v)}
+
+
+#: Rows of the latency breakdown kept per region (every k-th started request; means use all).
+BREAKDOWN_SAMPLE = 200_000
+
+
+def digest(run) -> dict:
+    """What the summary needs from one region, compact (a few bytes per request) and picklable.
+
+    A Dask worker returns this for its region; :func:`summarize` pools digests.
+    """
+    A = run.A
+    status, start, arr, finish, cls = A["status"], A["start"], A["arr"], A["finish"], A["cls"]
+    started = start >= 0
+    done = status == K.ST_DONE
+    idx = np.flatnonzero(started)
+    step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
+    sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
+    return {
+        "cfg": run.cfg, "type_keys": run.type_keys, "power_w": run.power_w, "rate": run.rate,
+        "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
+        "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
+        "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
+        "comp_sum": started.astype(np.int64) @ A["comp"], "comp_n": len(idx), "comp_sample": sample,
+        "n": len(status), "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
+        "in_flight": int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum()), "started": int(started.sum()),
+        "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),
+        "dev_by_type": np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys)),
+        "util_t": list(run.util_t), "util": np.array(run.util), "waiting_shards": int((A["shard_state"] == 1).sum()),
+        "lag_mean": float(np.mean(run.lag_dist)), "trace": A["trace"].copy(),
+        "backend": "python" if run.core.__class__.__module__.endswith("_ref") else "compiled",
+    }
+
+
+def summarize(digests, wall_s: float) -> dict:
+    """One JSON-ready dict for the digests of every region (counts add, samples pool)."""
+    runs = [d if isinstance(d, dict) else digest(d) for d in digests]
+    cfg = runs[0]["cfg"]
+    keys = runs[0]["type_keys"]
+    cnt = sum(r["cnt"] for r in runs)
+    cat = lambda name: np.concatenate([r[name] for r in runs])  # noqa: E731
+    dl, e2e, e2e_cls = cat("dl"), cat("e2e"), cat("e2e_cls")
+    sample = cat("comp_sample")
+    comp_sum, comp_n = sum(r["comp_sum"] for r in runs), sum(r["comp_n"] for r in runs)
+    breakdown = {name: {"mean": float(comp_sum[k] / comp_n / 1e6) if comp_n else None,
+                        **_pct_ms(sample[:, k])} for k, name in enumerate(COMPONENTS)}
+    sla, e2e_ms = {}, {}
+    cls_count = sum(r["cls_count"] for r in runs)
+    for c, rc in enumerate(cfg.classes):
+        mine = e2e[e2e_cls == c]
+        sla[rc.name] = float((mine <= round(rc.sla_s * NS_PER_S)).sum() / cls_count[c]) if cls_count[c] else None
+        e2e_ms[rc.name] = _pct_ms(mine)
+    dev = sum(r["dev_by_type"] for r in runs)
+    horizon_ns = cfg.duration_s * NS_PER_S
+    busy = sum(r["busy_type"] for r in runs)
+    util_series = (np.mean([r["util"] for r in runs], axis=0) if len(runs[0]["util"])
+                   else np.zeros((0, len(keys))))
+    energy = float(sum(busy[t] / NS_PER_S * runs[0]["power_w"][t] for t in range(len(keys))))
+    leases = int(cnt[K.K_LEASES])
+    refused = int(cnt[K.K_REFUSED] + cnt[K.K_EXPIRED])
+    n = sum(r["n"] for r in runs)
+    done = sum(r["done"] for r in runs)
+    dropped = sum(r["dropped"] for r in runs)
+    trace = [{"t_ms": float(t / 1e6), "event": TRACE_EVENTS[e], "node": int(nd)}
+             for t, e, nd in runs[0]["trace"] if e >= 0]
+    ages = cnt[K.K_VIEW_SAMPLES]
+    sim_s = cfg.duration_s
+    return {
+        "preset_config": {k: v for k, v in cfg.to_dict().items() if k != "classes"},
+        "backend": runs[0]["backend"],
+        "regions": len(runs),
+        "nodes": int(sum(r["n_nodes"] for r in runs)),
+        "devices": int(dev.sum()),
+        "rate_per_region": float(np.mean([r["rate"] for r in runs])),
+        "decision_latency_ms": {**_pct_ms(dl), "mean": float(dl.mean() / 1e6) if len(dl) else None,
+                                "breakdown": breakdown},
+        "end_to_end_ms": e2e_ms,
+        "sla_attainment": sla,
+        "utilization": {k: float((busy[t] + 0) / (dev[t] * horizon_ns)) if dev[t] else None
+                        for t, k in enumerate(keys)},
+        "utilization_with_training": {k: float(util_series[:, t].mean()) if len(util_series) else None
+                                      for t, k in enumerate(keys)},
+        "utilization_series": {"t_s": [float(t / NS_PER_S) for t in runs[0]["util_t"]],
+                               **{k: [float(x) for x in util_series[:, t]] for t, k in enumerate(keys)}},
+        "leases": {"issued": leases, "accepted": int(cnt[K.K_ACCEPT]),
+                   "accepted_micro_preempt": int(cnt[K.K_ACCEPT_MICRO]),
+                   "accepted_checkpoint_preempt": int(cnt[K.K_ACCEPT_CKPT]), "queued": int(cnt[K.K_QUEUED]),
+                   "refused_insufficient_devices": int(cnt[K.K_REFUSED]), "refused_expired": int(cnt[K.K_EXPIRED]),
+                   "in_flight": int(leases - cnt[K.K_ACCEPT] - cnt[K.K_ACCEPT_MICRO] - cnt[K.K_ACCEPT_CKPT]
+                                    - refused),
+                   "no_fit_in_view": int(cnt[K.K_NOFIT]), "rounds": int(cnt[K.K_ROUNDS])},
+        "lease_failure_rate": float(refused / leases) if leases else 0.0,
+        "preemptions": {"micro": int(cnt[K.K_ACCEPT_MICRO]), "checkpoint": int(cnt[K.K_EVICT]),
+                        "resumed": int(cnt[K.K_RESUMED]),
+                        "waiting_to_resume": int(sum(r["waiting_shards"] for r in runs)),
+                        "checkpoint_s": float(cnt[K.K_CKPT_NS] / NS_PER_S),
+                        "lost_work_s": float(cnt[K.K_LOST_NS] / NS_PER_S),
+                        "micro_paused_s": float(cnt[K.K_MICRO_NS] / NS_PER_S)},
+        "hedges": {"issued": int(cnt[K.K_HEDGES]), "no_free_peer": int(cnt[K.K_HEDGE_NONE]),
+                   "won": int(cnt[K.K_HEDGE_WON]), "extra_device_s": float(cnt[K.K_HEDGE_NS] / NS_PER_S)},
+        "staleness_ms": {"mean_view_age": float(cnt[K.K_VIEW_AGE_NS] / ages / 1e6) if ages else 0.0,
+                         "gossip_lag_rounds_mean": float(runs[0]["lag_mean"]),
+                         "gossip_ticks": int(cnt[K.K_GOSSIP])},
+        "energy_j": energy,
+        "energy_per_request_j": energy / max(done, 1),
+        "requests": {"total": n, "done": done, "dropped": dropped,
+                     "dropped_reason": {"retries_exhausted": dropped},
+                     "in_flight": sum(r["in_flight"] for r in runs), "started": sum(r["started"] for r in runs)},
+        "trace": {"request": runs[0]["trace_id"], "region": 0, "events": trace},
+        "events": int(cnt[K.K_EVENTS]),
+        "wall_s": float(wall_s),
+        "sim_s": float(sim_s),
+        "requests_per_wall_s": float(n / wall_s) if wall_s > 0 else None,
+    }

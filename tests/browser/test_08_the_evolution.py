@@ -1,0 +1,12 @@
+"""Notebook 08 in a real JupyterLab: run all, move the load slider of the presets explorer."""
+import pytest
+
+from tests.browser.conftest import run_notebook_and_nudge
+
+pytestmark = pytest.mark.browser
+
+
+def test_run_all_and_move_the_load_slider(lab):
+    before, after = run_notebook_and_nudge(lab, "08_the_evolution.ipynb", "magnum-system-explorer", slider=0)
+    assert "decision latency" in before and "decision latency" in after
+    assert before != after

@@ -1,0 +1,174 @@
+"""The whole-system simulator: parity of the two cores, invariants, bad input."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from magnum_lib.engine.errors import ParameterError
+from magnum_lib.sim import EVOLUTION, make_config, simulate
+from magnum_lib.sim import core_ref as K
+from magnum_lib.sim.model import build_region, core_module, run_region
+from magnum_lib.sim.run import run_config
+
+try:
+    core_module("compiled")
+    HAVE_COMPILED = True
+except ImportError:  # pragma: no cover - the reference-only install
+    HAVE_COMPILED = False
+needs_compiled = pytest.mark.skipif(not HAVE_COMPILED, reason="compiled core not built")
+
+
+def _arrays(cfg, backend):
+    _, runs = run_config(cfg, backend=backend, keep=True)
+    return runs[0]
+
+
+@needs_compiled
+@pytest.mark.parametrize("preset", EVOLUTION)
+def test_backends_agree_exactly(preset):
+    cfg = make_config(preset, duration_s=0.08, seed=5)
+    a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
+    for name in a.A:
+        assert np.array_equal(a.A[name], b.A[name]), name
+
+
+@needs_compiled
+@pytest.mark.parametrize("knobs", [
+    dict(partition_start_s=0.02, partition_s=0.03, partition_fraction=0.5),
+    dict(policy="hash", ring_vnodes=4, node_queue=3, view="fresh"),
+    dict(policy="random", view="round", schedulers=3, preempt="checkpoint", quantum_s=1e-4),
+    dict(policy="scan", load=1.3, max_attempts=3, hedge_factor=1.2, service="exp"),
+    dict(policy="hints", planner_interval_s=0.02, hint_jobs=4),
+])
+def test_backends_agree_on_every_mechanism(knobs):
+    cfg = make_config("magnum_v2", duration_s=0.06, seed=2, **knobs)
+    a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
+    for name in a.A:
+        assert np.array_equal(a.A[name], b.A[name]), name
+
+
+def test_planner_hints_steer_placements():
+    """With policy "hints" the planner's chosen nodes (replanned every 10 ms) get far more than
+    their share of the placements; the hints are nodes of each class's cost-model type."""
+    cfg = make_config("magnum_v2", "region", duration_s=0.05, seed=1, load=0.3, policy="hints",
+                      planner_interval_s=0.01, hint_jobs=8, digest_interval_s=0.01)
+    run = run_region(build_region(cfg))
+    A = run.A
+    hints = A["hint_nodes"].reshape(len(cfg.classes), -1)
+    placed = A["node"] >= 0
+    for c in range(len(cfg.classes)):
+        h = hints[c][hints[c] >= 0]
+        assert len(h) and (A["node_type"][h] == run.hint_types[c]).all()
+    on_hint = np.array([A["node"][r] in set(hints[A["cls"][r]]) for r in np.flatnonzero(placed)[-2000:]])
+    assert on_hint.mean() > 20 * 8 / len(A["node_dev"])
+
+
+def test_same_seed_same_result_other_seed_differs():
+    a = simulate("magnum_v2", duration_s=0.05, seed=1)
+    b = simulate("magnum_v2", duration_s=0.05, seed=1)
+    c = simulate("magnum_v2", duration_s=0.05, seed=2)
+    for r in (a, b, c):
+        r.pop("wall_s"), r.pop("requests_per_wall_s")
+    assert a == b
+    assert a != c
+
+
+def _check_invariants(run, drained):
+    A = run.A
+    dev, busy = A["node_dev"], A["run"] + A["train"] + A["hold"]
+    # No device held by two jobs: what runs on a node never exceeds its devices, and the
+    # running copies recorded per node are exactly the node's count.
+    assert (busy <= dev).all() and (A["run"] >= 0).all() and (A["train"] >= 0).all()
+    live = A["cstate"] == 1
+    assert np.array_equal(np.bincount(A["cnode"][live], minlength=len(dev)), A["run"])
+    assert (A["qlen"] >= 0).all()
+    # Every request is done, dropped (with a reason) or in flight.
+    status = A["status"]
+    n = len(status)
+    cnt = A["cnt"]
+    assert int(cnt[K.K_DONE]) == int((status == K.ST_DONE).sum())
+    assert int(cnt[K.K_DROPPED]) == int((status == K.ST_DROP).sum())
+    assert ((status >= 0) & (status <= 3)).all() and n == np.isin(status, [0, 1, 2, 3]).sum()
+    # The parts of decision latency add up to it exactly.
+    started = A["start"] >= 0
+    assert np.array_equal(A["comp"][started].sum(axis=1), (A["start"] - A["arr"])[started])
+    assert (A["comp"] >= 0).all()
+    # Leases: every one handled at the node is accepted (maybe preempting/queued) or refused.
+    handled = cnt[K.K_ACCEPT] + cnt[K.K_ACCEPT_MICRO] + cnt[K.K_ACCEPT_CKPT] + cnt[K.K_REFUSED] + cnt[K.K_EXPIRED]
+    assert handled <= cnt[K.K_LEASES]
+    # Preempted training is resumed or still waiting (its lost work is counted).
+    waiting = int((A["shard_state"] == 1).sum())
+    assert cnt[K.K_EVICT] == cnt[K.K_RESUMED] + waiting
+    if drained:
+        assert handled == cnt[K.K_LEASES]
+        assert int(((status == K.ST_DONE) | (status == K.ST_DROP)).sum()) == n
+        assert (A["run"] == 0).all() and (A["qlen"] == 0).all() and (A["hold"] == 0).all()
+        assert waiting == 0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(preset=st.sampled_from(EVOLUTION), load=st.floats(0.1, 1.5), seed=st.integers(0, 10**6),
+       rtt=st.sampled_from([0.0, 1e-4, 2e-3]), schedulers=st.integers(1, 4),
+       view=st.sampled_from(["fresh", "round", "gossip"]), preempt=st.sampled_from(["none", "kill", "checkpoint", "micro"]),
+       node_queue=st.integers(0, 3), hedge=st.sampled_from([0.0, 1.1, 2.0]), attempts=st.integers(1, 6),
+       quantum=st.sampled_from([0.0, 2.5e-4]))
+def test_invariants_hold_and_a_drained_run_accounts_for_everything(preset, load, seed, rtt, schedulers, view,
+                                                                   preempt, node_queue, hedge, attempts, quantum):
+    scope = {} if preset.startswith("borg") else {"schedulers": schedulers}
+    cfg = make_config(preset, duration_s=0.03, load=load, seed=seed, rtt_s=rtt, view=view, preempt=preempt,
+                      node_queue=node_queue, hedge_factor=hedge, max_attempts=attempts, quantum_s=quantum,
+                      checkpoint_bandwidth=1e12, **scope)
+    run = run_region(build_region(cfg))
+    _check_invariants(run, drained=False)
+    run.core.advance(int(60e9))  # no new arrivals: every request ends, every lease is answered
+    _check_invariants(run, drained=True)
+
+
+def test_littles_law_on_the_devices():
+    """Time-average running copies (sampled from the core's state) = throughput x device time."""
+    cfg = make_config("magnum_v2", duration_s=2.0, seed=3, digest_interval_s=0.002)
+    run = run_region(build_region(cfg))
+    A = run.A
+    horizon = int(2.0e9)
+    # Device time of the copies that ended is in busy_type; the running ones add (horizon - start).
+    area = A["busy_type"].sum() + (horizon - A["cstart"][A["cstate"] == 1]).sum()
+    L_state = np.mean(run.running)
+    L_area = area / horizon
+    assert abs(L_state - L_area) / L_area < 0.03
+
+
+def test_summary_keys_and_trace():
+    r = simulate("magnum_v2", duration_s=0.05, seed=0)
+    for k in ("decision_latency_ms", "sla_attainment", "utilization", "lease_failure_rate", "preemptions",
+              "hedges", "energy_j", "requests", "events", "wall_s", "sim_s"):
+        assert k in r
+    d = r["decision_latency_ms"]
+    assert d["p50"] <= d["p95"] <= d["p99"] <= d["p999"]
+    assert set(d["breakdown"]) == {"round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait"}
+    ev = [e["event"] for e in r["trace"]["events"]]
+    assert ev[0] == "arrive" and "start" in ev
+    times = [e["t_ms"] for e in r["trace"]["events"]]
+    assert times == sorted(times)
+    req = r["requests"]
+    assert req["total"] == req["done"] + req["dropped"] + req["in_flight"]
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(load=-1), "load"), (dict(load=0, rate=0), "load"), (dict(round_s=0), "round_s"),
+    (dict(policy="best"), "policy"), (dict(view="psychic"), "view"), (dict(schedulers=0), "schedulers"),
+    (dict(seed=-1), "seed"), (dict(seed=1.5), "seed"), (dict(hetero_aware=1), "hetero_aware"),
+    (dict(duration_s=float("nan")), "duration_s"), (dict(gossip_loss=1.0), "gossip_loss"),
+    (dict(nodes_per_cell=10**6, cells_per_region=4), "nodes_per_cell"), (dict(bogus=1), "bogus"),
+    (dict(scope="cell", schedulers=3), "schedulers"),
+])
+def test_bad_knobs_name_themselves(kw, name):
+    with pytest.raises(ParameterError) as e:
+        make_config("magnum_v2", **kw)
+    assert e.value.name == name
+    assert len(str(e.value)) < 200
+
+
+def test_bad_presets():
+    with pytest.raises(ParameterError):
+        make_config("borg_9000")
+    with pytest.raises(ParameterError):
+        make_config("magnum_v2", cluster="galaxy")
