@@ -1,0 +1,237 @@
+"""System explorer (notebooks 07 and 08): the whole simulator's main knobs on the classroom cluster.
+
+UI only: every number comes from :func:`magnum_lib.widgets.system_model.evaluate`, i.e.
+from :func:`magnum_lib.sim.simulate` (0.3 simulated s on 32 nodes per change).
+
+Usage in a notebook::
+
+    from magnum_lib.widgets.system_explorer import system_explorer
+    explorer = system_explorer()
+    explorer.widget                     # display it
+
+and in a test (no browser)::
+
+    explorer.controls["rtt_us"].value = 1000
+    explorer.result["decision_latency_ms"]["p95"]   # the latest simulator summary
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from magnum_lib import backend
+from magnum_lib.sim.evolution import ARTICLE_FIGURES_MS
+from magnum_lib.widgets import system_model
+from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
+
+_PARTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
+_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+_TYPE_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:gray")
+_QS = ("p50", "p95", "p99", "p999")
+
+
+class SystemExplorer(BlittedExplorer):
+    """A preset menu and sliders for load, gossip interval, RTT, schedulers and hedging; three panels.
+
+    Panels: the mean decision latency split into its parts (round wait, scheduling work,
+    RTT, validation, retries, dispatch wait); the decision latency's percentiles (p50 to
+    p99.9) beside the article's figure for the preset (C39-C43); utilization per device
+    type over the run (inference only). The button re-runs the setting on five more
+    seeds (about half a second compiled) and adds the spread of the p95 to the readout.
+
+    Attributes
+    ----------
+    widget, controls, readout, figure, image
+        As for every explorer. Controls: ``"preset"``, ``"load"``, ``"gossip_ms"``,
+        ``"rtt_us"``, ``"schedulers"``, ``"hedge"``.
+    result : dict or None
+        The latest simulator summary (None when the setting is invalid).
+    seeds_button : ipywidgets.Button
+    spread : numpy.ndarray or None
+        The p95 over five more seeds after the button was pressed (reset by any change).
+    """
+
+    css_class = "magnum-system-explorer"
+
+    def __init__(self, seed: int = 0, *, preset: str = "magnum_v2", load: float = 0.8, gossip_ms: float = 1.0,
+                 rtt_us: float = 100.0, schedulers: int = 2, hedge: float = 2.0, css_class: str | None = None):
+        self.seed = int(seed)
+        if css_class:
+            self.css_class = css_class
+        self.spread = None
+        controls = {
+            "preset": widgets.Dropdown(description="preset", options=list(system_model.PRESET_NAMES),
+                                       value=preset, style={"description_width": "150px"}),
+            "load": slider(widgets.FloatSlider, "load", value=load, min=0.1, max=1.5, step=0.05,
+                           readout_format=".2f"),
+            "gossip_ms": slider(widgets.FloatSlider, "gossip interval (ms)", value=gossip_ms, min=0.5, max=50.0,
+                                step=0.5, readout_format=".1f"),
+            "rtt_us": slider(widgets.IntSlider, "RTT (µs)", value=int(rtt_us), min=0, max=5000, step=50),
+            "schedulers": slider(widgets.IntSlider, "schedulers", value=schedulers, min=1, max=16),
+            "hedge": slider(widgets.FloatSlider, "hedge at x expected (0 off)", value=hedge, min=0.0, max=5.0,
+                            step=0.25, readout_format=".2f"),
+        }
+        super().__init__(controls, new_figure(10.0, 3.0))
+        self.seeds_button = widgets.Button(description="p95 over 5 more seeds", tooltip="slower: ~5 runs")
+        self.seeds_button.on_click(self._on_seeds)
+        self.widget.children = (widgets.HBox([self.widget.children[0].children[0],
+                                              widgets.VBox([self.readout, self.seeds_button])]),
+                                self.image)
+        self.figure.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.86, wspace=0.38)
+        self._ax_budget, self._ax_pct, self._ax_util = self.figure.subplots(1, 3)
+        self._axes = (self._ax_budget, self._ax_pct, self._ax_util)
+        self._init_artists()
+        self.update()
+
+    @property
+    def result(self):
+        """The latest simulator summary, or None when the setting is invalid."""
+        return None if self.scenario is None else self.scenario.result
+
+    def _init_artists(self) -> None:
+        ax = self._ax_budget
+        self._bars = ax.barh(np.arange(len(_PARTS)), np.zeros(len(_PARTS)), color=_COLORS, animated=True)
+        ax.set_yticks(np.arange(len(_PARTS)), [p.replace("_", " ") for p in _PARTS], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("mean ms of decision latency", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.set_xlim(0, 5)
+        ax = self._ax_pct
+        (self._pct_line,) = ax.plot(np.arange(4), np.ones(4), "o-", lw=2, color="tab:blue", animated=True)
+        self._article = ax.axhline(3.7, color="crimson", ls="--", lw=1, animated=True)
+        ax.set_xticks(np.arange(4), ["p50", "p95", "p99", "p99.9"])
+        ax.set_yscale("log")
+        ax.set_ylim(0.05, 5000)
+        ax.set_ylabel("decision latency (ms)", fontsize=8)
+        ax = self._ax_util
+        self._util_lines = [ax.plot([], [], lw=1.5, color=c, animated=True)[0] for c in _TYPE_COLORS]
+        ax.set_ylim(0, 1.05)
+        ax.set_xlim(0, system_model.EXPLORER_DURATION_S)
+        ax.set_xlabel("simulated time (s)", fontsize=8)
+        ax.set_ylabel("inference utilization", fontsize=8)
+        ax.yaxis.set_major_locator(MaxNLocator(3))
+        ax.xaxis.set_major_locator(MaxNLocator(3))
+        self._titles = [a.set_title("", fontsize=9) for a in self._axes]
+        for t in self._titles:
+            t.set_animated(True)
+        self._animated = [*self._bars, self._pct_line, self._article, *self._util_lines, *self._titles]
+
+    def _on_change(self, _change) -> None:
+        self.spread = None
+        self.update()
+
+    def _on_seeds(self, _button=None) -> None:
+        if self.scenario is None or not self.scenario.ok:
+            return
+        self.spread = system_model.seed_spread(self.scenario, seeds=range(self.seed + 1, self.seed + 6))
+        self.readout.value = self.readout_html(self.scenario)
+
+    def evaluate(self) -> system_model.SystemScenario:
+        c = self.controls
+        return system_model.evaluate(c["preset"].value, c["load"].value, c["gossip_ms"].value, c["rtt_us"].value,
+                                     c["schedulers"].value, c["hedge"].value, seed=self.seed)
+
+    def readout_html(self, sc: system_model.SystemScenario) -> str:
+        return readout_html(sc, self.spread)
+
+    def draw(self, sc: system_model.SystemScenario) -> None:
+        for a in self._animated:
+            a.set_visible(sc.ok)
+        for t in self._titles:
+            t.set_visible(True)
+        if not sc.ok:
+            self._titles[0].set_text("invalid setting (see the readout)")
+            self._titles[1].set_text("")
+            self._titles[2].set_text("")
+            return
+        r = sc.result
+        parts = system_model.budget(r)
+        means = np.array([parts[p]["mean"] or 0.0 for p in _PARTS])
+        for bar, v in zip(self._bars, means):
+            bar.set_width(v)
+        total = parts["total"]["mean"] or 0.0
+        self._ax_budget.set_xlim(0, _nice(max(means.max(), 1e-3) * 1.15))
+        self._titles[0].set_text(f"mean decision latency {total:.2f} ms", )
+        ms = np.array([sc.pct(q) for q in _QS])
+        self._pct_line.set_data(np.arange(4), np.where(np.isfinite(ms), np.maximum(ms, 0.05), np.nan))
+        art = ARTICLE_FIGURES_MS.get(sc.preset, 3.7)
+        self._article.set_ydata([art, art])
+        self._titles[1].set_text(f"{sc.preset}: p95 {sc.pct('p95'):.3g} ms (article, red: {art:g} ms)")
+        series = r["utilization_series"]
+        keys = [k for k in series if k != "t_s"]
+        for line, k in zip(self._util_lines, keys):
+            line.set_data(series["t_s"], series[k])
+        for line in self._util_lines[len(keys):]:
+            line.set_visible(False)
+        mean_u = np.mean([v for v in r["utilization"].values() if v is not None])
+        self._titles[2].set_text(f"utilization, mean {mean_u:.0%} (" + ", ".join(
+            f"{k.split('_')[0]} {c[4:]}" for k, c in zip(keys, _TYPE_COLORS)) + ")")
+
+
+def _nice(x: float) -> float:
+    """An axis limit >= x from a few decades (5, 50, 500 ... ms): the blitted background
+    is redrawn (~150 ms) only when the limit changes, so it must change rarely."""
+    lim = 5.0
+    while lim < x:
+        lim *= 10
+    return lim
+
+
+def _fmt(v, unit: str = "", digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return f"{v:.{digits}f}{unit}"
+
+
+def readout_html(sc: system_model.SystemScenario, spread=None) -> str:
+    """The readout as HTML: the setting, decision latency, leases, SLA, hedges."""
+    head = (f"<b>{html.escape(sc.preset)}</b>, load {sc.load:.2f}, gossip {sc.gossip_interval_ms:g} ms, "
+            f"RTT {sc.rtt_us:g} µs, {sc.schedulers} schedulers, hedge {sc.hedge_factor:g} "
+            f"&nbsp; <i>({html.escape(backend())} backend)</i>")
+    if not sc.ok:
+        return (f"<div class='magnum-readout'>{head}<br><b style='color:crimson'>invalid: "
+                f"{html.escape(sc.message)}</b></div>")
+    r = sc.result
+    lat = ", ".join(f"{q} {_fmt(sc.pct(q), ' ms')}" for q in _QS)
+    req = r["requests"]
+    sla = ", ".join(f"{k} {v:.0%}" for k, v in r["sla_attainment"].items() if v is not None)
+    started = ("" if sc.started_fraction > 0.99 else
+               f"<br><b style='color:crimson'>only {sc.started_fraction:.0%} of requests started: "
+               "percentiles are over those, and grow with the run</b>")
+    extra = ""
+    if spread is not None:
+        extra = (f"<br>p95 over seeds {', '.join(_fmt(v, digits=2) for v in spread)} ms: "
+                 f"mean {_fmt(float(np.nanmean(spread)), ' ms')}, sd {_fmt(float(np.nanstd(spread)), ' ms')}")
+    return (f"<div class='magnum-readout'>{head}<br>"
+            f"decision latency: {lat}<br>"
+            f"requests {req['total']:,} ({req['done']:,} done, {req['in_flight']:,} in flight, "
+            f"{req['dropped']:,} dropped); lease failure rate {r['lease_failure_rate']:.2%} of "
+            f"{r['leases']['issued']:,} leases<br>"
+            f"SLA met: {sla}<br>hedges {r['hedges']['issued']:,}, micro-preemptions "
+            f"{r['preemptions']['micro']:,}, checkpoint preemptions {r['preemptions']['checkpoint']:,}; "
+            f"energy {r['energy_per_request_j']:.1f} J/request{started}{extra}</div>")
+
+
+def system_explorer(seed: int = 0, **initial) -> SystemExplorer:
+    """Build the system explorer; display ``.widget``.
+
+    Parameters
+    ----------
+    seed : int
+        Simulation seed; the same setting always gives the same run.
+    **initial
+        Optional starting values: ``preset``, ``load``, ``gossip_ms``, ``rtt_us``,
+        ``schedulers``, ``hedge``; and ``css_class`` (notebook 08 uses
+        ``"magnum-evolution-explorer"``).
+    """
+    return SystemExplorer(seed=seed, **initial)
+
+
+# (control, value) changes that benchmarks/bench_widgets.py replays.
+BENCH_STEPS = [("load", 1.0), ("rtt_us", 1000), ("gossip_ms", 10.0), ("schedulers", 8), ("hedge", 0.0),
+               ("preset", "magnum_v1"), ("preset", "cheetah"), ("preset", "magnum_v2"), ("load", 0.8),
+               ("rtt_us", 100), ("gossip_ms", 1.0), ("schedulers", 2), ("hedge", 2.0)]
