@@ -40,7 +40,7 @@ class SystemExplorer(BlittedExplorer):
     Panels: the mean decision latency split into its parts (round wait, scheduling work,
     RTT, validation, retries, dispatch wait); the decision latency's percentiles (p50 to
     p99.9) beside the article's figure for the preset (C39-C43); utilization per device
-    type over the run (inference only). The button re-runs the setting on five more
+    type over the run (training and inference). The button re-runs the setting on five more
     seeds (about half a second compiled) and adds the spread of the p95 to the readout.
 
     Attributes
@@ -81,7 +81,7 @@ class SystemExplorer(BlittedExplorer):
         self.widget.children = (widgets.HBox([self.widget.children[0].children[0],
                                               widgets.VBox([self.readout, self.seeds_button])]),
                                 self.image)
-        self.figure.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.86, wspace=0.38)
+        self.figure.subplots_adjust(left=0.115, right=0.985, bottom=0.17, top=0.86, wspace=0.45)
         self._ax_budget, self._ax_pct, self._ax_util = self.figure.subplots(1, 3)
         self._axes = (self._ax_budget, self._ax_pct, self._ax_util)
         self._init_artists()
@@ -112,7 +112,7 @@ class SystemExplorer(BlittedExplorer):
         ax.set_ylim(0, 1.05)
         ax.set_xlim(0, system_model.EXPLORER_DURATION_S)
         ax.set_xlabel("simulated time (s)", fontsize=8)
-        ax.set_ylabel("inference utilization", fontsize=8)
+        ax.set_ylabel("devices busy (with training)", fontsize=8)
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.xaxis.set_major_locator(MaxNLocator(3))
         self._titles = [a.set_title("", fontsize=9) for a in self._axes]
@@ -167,9 +167,8 @@ class SystemExplorer(BlittedExplorer):
             line.set_data(series["t_s"], series[k])
         for line in self._util_lines[len(keys):]:
             line.set_visible(False)
-        mean_u = np.mean([v for v in r["utilization"].values() if v is not None])
-        self._titles[2].set_text(f"utilization, mean {mean_u:.0%} (" + ", ".join(
-            f"{k.split('_')[0]} {c[4:]}" for k, c in zip(keys, _TYPE_COLORS)) + ")")
+        mean_u = np.mean([v for v in r["utilization_with_training"].values() if v is not None])
+        self._titles[2].set_text(f"busy devices, mean {mean_u:.0%}")
 
 
 def _nice(x: float) -> float:
@@ -213,7 +212,8 @@ def readout_html(sc: system_model.SystemScenario, spread=None) -> str:
             f"{r['leases']['issued']:,} leases<br>"
             f"SLA met: {sla}<br>hedges {r['hedges']['issued']:,}, micro-preemptions "
             f"{r['preemptions']['micro']:,}, checkpoint preemptions {r['preemptions']['checkpoint']:,}; "
-            f"energy {r['energy_per_request_j']:.1f} J/request{started}{extra}</div>")
+            f"energy {r['energy_per_request_j']:.1f} J/request{started}{extra}<br><small>right panel: "
+            + ", ".join(f"{k} {c[4:]}" for k, c in zip(r["utilization"], _TYPE_COLORS)) + "</small></div>")
 
 
 def system_explorer(seed: int = 0, **initial) -> SystemExplorer:
