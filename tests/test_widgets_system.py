@@ -189,3 +189,18 @@ def test_bench_steps_are_valid_controls(explorer):
             assert value in control.options
         else:
             assert control.min <= value <= control.max
+
+
+def test_presets_button_draws_every_preset_and_a_change_clears_it(explorer):
+    explorer.presets_button.click()
+    assert set(explorer.others) == set(system_model.PRESET_NAMES)
+    assert explorer.others["magnum_v2"][1] == pytest.approx(explorer.result["decision_latency_ms"]["p95"])
+    # the same setting run on its own gives the same figure (seeded, deterministic)
+    alone = system_model.evaluate("cheetah", 0.8, 1.0, 100.0, 2, 2.0)
+    assert explorer.others["cheetah"][1] == pytest.approx(alone.pct("p95"))
+    assert "every preset here" in explorer.readout.value
+    assert sum(line.get_visible() for line in explorer._other_lines) == len(system_model.PRESET_NAMES) - 1
+    explorer.controls["hedge"].value = 1.0
+    assert explorer.others is None and "every preset here" not in explorer.readout.value
+    assert not any(line.get_visible() for line in explorer._other_lines)
+    explorer.controls["hedge"].value = 2.0

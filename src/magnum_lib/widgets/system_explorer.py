@@ -50,9 +50,12 @@ class SystemExplorer(BlittedExplorer):
         ``"rtt_us"``, ``"schedulers"``, ``"hedge"``.
     result : dict or None
         The latest simulator summary (None when the setting is invalid).
-    seeds_button : ipywidgets.Button
+    seeds_button, presets_button : ipywidgets.Button
     spread : numpy.ndarray or None
         The p95 over five more seeds after the button was pressed (reset by any change).
+    others : dict or None
+        ``{preset: (p50, p95, p99, p99.9) ms}`` of every preset at the current setting after
+        the presets button was pressed (grey lines in the middle panel; reset by any change).
     """
 
     css_class = "magnum-system-explorer"
@@ -63,6 +66,7 @@ class SystemExplorer(BlittedExplorer):
         if css_class:
             self.css_class = css_class
         self.spread = None
+        self.others = None
         controls = {
             "preset": widgets.Dropdown(description="preset", options=list(system_model.PRESET_NAMES),
                                        value=preset, style={"description_width": "150px"}),
@@ -78,8 +82,10 @@ class SystemExplorer(BlittedExplorer):
         super().__init__(controls, new_figure(10.0, 3.0))
         self.seeds_button = widgets.Button(description="p95 over 5 more seeds", tooltip="slower: ~5 runs")
         self.seeds_button.on_click(self._on_seeds)
+        self.presets_button = widgets.Button(description="all presets here", tooltip="slower: 5 runs")
+        self.presets_button.on_click(self._on_presets)
         self.widget.children = (widgets.HBox([self.widget.children[0].children[0],
-                                              widgets.VBox([self.readout, self.seeds_button])]),
+                                              widgets.VBox([self.readout, widgets.HBox([self.seeds_button, self.presets_button])])]),
                                 self.image)
         self.figure.subplots_adjust(left=0.115, right=0.985, bottom=0.17, top=0.86, wspace=0.45)
         self._ax_budget, self._ax_pct, self._ax_util = self.figure.subplots(1, 3)
@@ -103,6 +109,8 @@ class SystemExplorer(BlittedExplorer):
         ax = self._ax_pct
         (self._pct_line,) = ax.plot(np.arange(4), np.ones(4), "o-", lw=2, color="tab:blue", animated=True)
         self._article = ax.axhline(3.7, color="crimson", ls="--", lw=1, animated=True)
+        self._other_lines = [ax.plot(np.arange(4), np.ones(4), "-", lw=1, color="0.6", animated=True,
+                                     visible=False)[0] for _ in system_model.PRESET_NAMES]
         ax.set_xticks(np.arange(4), ["p50", "p95", "p99", "p99.9"])
         ax.set_yscale("log")
         ax.set_ylim(0.05, 5000)
@@ -118,11 +126,27 @@ class SystemExplorer(BlittedExplorer):
         self._titles = [a.set_title("", fontsize=9) for a in self._axes]
         for t in self._titles:
             t.set_animated(True)
-        self._animated = [*self._bars, self._pct_line, self._article, *self._util_lines, *self._titles]
+        self._animated = [*self._bars, *self._other_lines, self._pct_line, self._article, *self._util_lines,
+                          *self._titles]
 
     def _on_change(self, _change) -> None:
         self.spread = None
+        self.others = None
         self.update()
+
+    def _on_presets(self, _button=None) -> None:
+        """Run every preset at the current knobs and draw their percentiles in grey."""
+        sc = self.scenario
+        if sc is None or not sc.ok:
+            return
+        self.others = {}
+        for p in system_model.PRESET_NAMES:
+            o = sc if p == sc.preset else system_model.evaluate(p, sc.load, sc.gossip_interval_ms, sc.rtt_us,
+                                                               sc.schedulers, sc.hedge_factor, seed=self.seed)
+            self.others[p] = tuple(o.pct(q) for q in _QS)
+        self.draw(sc)
+        self.readout.value = self.readout_html(sc)
+        self.image.value = self._render()
 
     def _on_seeds(self, _button=None) -> None:
         if self.scenario is None or not self.scenario.ok:
@@ -136,7 +160,7 @@ class SystemExplorer(BlittedExplorer):
                                      c["schedulers"].value, c["hedge"].value, seed=self.seed)
 
     def readout_html(self, sc: system_model.SystemScenario) -> str:
-        return readout_html(sc, self.spread)
+        return readout_html(sc, self.spread, self.others)
 
     def draw(self, sc: system_model.SystemScenario) -> None:
         for a in self._animated:
@@ -160,6 +184,11 @@ class SystemExplorer(BlittedExplorer):
         self._pct_line.set_data(np.arange(4), np.where(np.isfinite(ms), np.maximum(ms, 0.05), np.nan))
         art = ARTICLE_FIGURES_MS.get(sc.preset, 3.7)
         self._article.set_ydata([art, art])
+        for line, p in zip(self._other_lines, system_model.PRESET_NAMES):
+            ms_p = None if self.others is None or p == sc.preset else self.others.get(p)
+            line.set_visible(ms_p is not None)
+            if ms_p is not None:
+                line.set_ydata(np.maximum(np.asarray(ms_p, dtype=float), 0.05))
         self._titles[1].set_text(f"{sc.preset}: p95 {sc.pct('p95'):.3g} ms (article, red: {art:g} ms)")
         series = r["utilization_series"]
         keys = [k for k in series if k != "t_s"]
@@ -186,7 +215,7 @@ def _fmt(v, unit: str = "", digits: int = 2) -> str:
     return f"{v:.{digits}f}{unit}"
 
 
-def readout_html(sc: system_model.SystemScenario, spread=None) -> str:
+def readout_html(sc: system_model.SystemScenario, spread=None, others=None) -> str:
     """The readout as HTML: the setting, decision latency, leases, SLA, hedges."""
     head = (f"<b>{html.escape(sc.preset)}</b>, load {sc.load:.2f}, gossip {sc.gossip_interval_ms:g} ms, "
             f"RTT {sc.rtt_us:g} µs, {sc.schedulers} schedulers, hedge {sc.hedge_factor:g} "
@@ -205,6 +234,9 @@ def readout_html(sc: system_model.SystemScenario, spread=None) -> str:
     if spread is not None:
         extra = (f"<br>p95 over seeds {', '.join(_fmt(v, digits=2) for v in spread)} ms: "
                  f"mean {_fmt(float(np.nanmean(spread)), ' ms')}, sd {_fmt(float(np.nanstd(spread)), ' ms')}")
+    if others:
+        extra += "<br>p95 of every preset here (grey lines): " + ", ".join(
+            f"{html.escape(p)} {_fmt(v[1], ' ms')}" for p, v in others.items())
     return (f"<div class='magnum-readout'>{head}<br>"
             f"decision latency: {lat}<br>"
             f"requests {req['total']:,} ({req['done']:,} done, {req['in_flight']:,} in flight, "
