@@ -1,8 +1,7 @@
 """Model behind the system explorer and notebooks 07 (the whole system) and 08 (the evolution).
 
 No widget code here. Everything runs the whole-system simulator through its public API
-(:func:`magnum_lib.sim.simulate`, :func:`magnum_lib.sim.make_config`,
-:func:`magnum_lib.sim.run_config`) and reads the summary dict it returns; what the
+(:func:`magnum_lib.sim.simulate`) and reads the summary dict it returns; what the
 notebooks need beyond that dict is computed here from it:
 
 * :func:`evaluate` - one explorer setting on the ``classroom`` cluster;
@@ -30,7 +29,7 @@ import numpy as np
 from scipy import stats
 
 from magnum_lib.engine.errors import ParameterError
-from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, make_config, run_config, simulate
+from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, simulate
 
 #: Simulated seconds per explorer change (classroom cluster: ~1,500 requests at load 0.8).
 EXPLORER_DURATION_S = 0.3
@@ -338,24 +337,3 @@ def balls_max_load_theory(nodes: int, balls: int, choices: int = 1) -> float:
     if choices == 1:
         return (mean + math.sqrt(2.0 * mean * math.log(nodes))) / mean
     return (mean + math.log(math.log(nodes)) / math.log(choices)) / mean
-
-
-# --- the evolution (notebook 08) ----------------------------------------------------------
-
-def evolution_cdf_points(result: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The decision latency's percentile ladder (p50, p95, p99, p99.9) as (ms, fraction) points."""
-    d = result["decision_latency_ms"]
-    q = np.array([0.5, 0.95, 0.99, 0.999])
-    ms = np.array([math.nan if d[k] is None else d[k] for k in ("p50", "p95", "p99", "p999")], dtype=float)
-    return ms, q
-
-
-def config_of(preset: str, **knobs):
-    """The :class:`~magnum_lib.sim.SimConfig` a preset gives on the classroom cluster (for display)."""
-    return make_config(preset, knobs.pop("cluster", "classroom"), **knobs)
-
-
-def run_many(presets=EVOLUTION, backend: str | None = None, **workload) -> dict:
-    """``{preset: summary}`` of each preset on one workload (``make_config`` + ``run_config``)."""
-    cluster = workload.pop("cluster", "classroom")
-    return {p: run_config(make_config(p, cluster, **workload), backend=backend) for p in presets}
