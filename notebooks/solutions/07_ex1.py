@@ -1,2 +1,3 @@
-# Arrivals are uniform over a round, so the wait for the next round is uniform on [0, R]: mean R / 2.
-ex1_wait_ms = 3.7 / 2
+# The p95 is about one round period (a request waits up to one round for its first
+# placement) plus RTT/2 (50 us) and up to one 250 us quantum: 1.5 ms rounds give ~1.75 ms.
+ex1_round_s = 1.5e-3

@@ -1,2 +1,5 @@
-ex3_ratio = cut["lease_failure_rate"] / calm["lease_failure_rate"]
-print(f"{ex3_ratio:.1f}x more refusals while half the cluster is cut off")
+# Conflicts come from several schedulers placing on the same stale view in the same round.
+# One scheduler per region has no one to conflict with: refusals drop below 1% (only the
+# view's age is left) and the window stays one round. What it gives up: the region's
+# scheduling capacity is one scheduler's, and it is a single point of failure.
+ex3_knobs = {"schedulers": 1}

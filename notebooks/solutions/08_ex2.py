@@ -1,10 +1,2 @@
-def _busiest(v, n=500):
-    k, o = _ring(np.arange(n), v, salt=1)
-    a = np.diff(np.concatenate([[k[-1] - (1 << 62)], k])) / (1 << 62)
-    return np.bincount(o, weights=a, minlength=n).max() * n
-
-
-ex2_vnodes = 1
-while _busiest(ex2_vnodes) > 1.5:
-    ex2_vnodes *= 2
-print(f"{ex2_vnodes} points per node: busiest {_busiest(ex2_vnodes):.2f}x fair")
+# The largest share falls as v grows (about 1 + sqrt(2 ln n / v)); take the first v at or under 1.25.
+ex2_vnodes = next(v for v in range(1, 10_000) if system_model.ring_max_share_theory(1000, v) <= 1.25)
