@@ -1,16 +1,17 @@
 """``faux-magnum simulate``: send requests through every layer (the whole-system simulator).
 
-Every knob of :class:`magnum_lib.sim.SimConfig` is a flag (``--round-s`` or, for times,
-``--round 1ms``); ranges are checked by :func:`magnum_lib.sim.check_config` and a bad
-value is one line on stderr and exit status 2.
+Every knob of :class:`magnum_lib.sim.SimConfig` is a flag (times take units: ``--round
+1ms``), declared with the type and range :mod:`magnum_lib.sim.config` documents, so a bad
+value is refused while the flags are parsed (one line on stderr, exit status 2);
+:func:`magnum_lib.sim.check_config` then checks the combination.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import fields
 
-from magnum_lib.commands._common import float_value, int_value, print_table
-from magnum_lib.engine.errors import ParameterError, parse_param
+from magnum_lib.commands._common import Duration, Float, Int, print_table
+from magnum_lib.engine.errors import ParameterError
 
 _SKIP = {"classes", "mix"}
 _BOOLS = {"hetero_aware", "pre_reserve", "piggyback"}
@@ -28,6 +29,21 @@ def _flag(name: str) -> str:
     return "--" + base.replace("_", "-")
 
 
+def _flag_type(f):
+    """The declared type of a knob's flag: its choices, or its documented range."""
+    from magnum_lib.sim.config import _CHOICES, _INTS, _RANGES
+    if f.name in _BOOLS:
+        return {"choices": ["true", "false"]}
+    if f.name in _CHOICE_FIELDS:
+        return {"choices": list(_CHOICES[f.name])}
+    lo, hi = _RANGES[f.name]
+    if f.name in _INTS:
+        return {"type": Int(lo, hi)}
+    if f.name.endswith("_s") and lo >= 0:
+        return {"type": Duration(round(lo * 1e9), round(hi * 1e9))}
+    return {"type": Float(lo, hi, unit="s" if f.name.endswith("_s") else "")}
+
+
 def add(subparsers) -> None:
     from magnum_lib.sim.config import CLUSTERS, PRESETS
     p = subparsers.add_parser(
@@ -40,31 +56,21 @@ def add(subparsers) -> None:
     for f in _knobs():
         flag = _flag(f.name)
         unit = " (a duration such as 10s, 1ms)" if f.name.endswith("_s") else ""
-        p.add_argument(flag, dest=f.name, default=None, metavar="X",
+        p.add_argument(flag, dest=f.name, default=None, metavar="X", **_flag_type(f),
                        help=f"{f.name}{unit}; default from the presets ({f.default!r} if unset)")
     p.add_argument("--json", action="store_true", help="print one JSON object (no progress bar)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_run)
 
 
-def _value(f, text: str):
+def _value(f, value):
+    """A parsed flag as the config takes it (the ranges were checked by the flag's type)."""
     from magnum_lib.units import parse_duration
-    name = f.name
-    if name in _BOOLS:
-        low = text.strip().lower()
-        if low not in ("true", "false", "1", "0", "yes", "no"):
-            raise ParameterError(name, f"must be true or false, got {text[:40]!r}")
-        return low in ("true", "1", "yes")
-    if name in _CHOICE_FIELDS:
-        return text
-    if f.type == "int":
-        return int_value(name, text)
-    if name.endswith("_s"):
-        try:
-            return float(text)  # plain seconds are accepted here too
-        except ValueError:
-            return parse_param(name, parse_duration, text) / 1e9
-    return float_value(name, text)
+    if f.name in _BOOLS:
+        return value == "true"
+    if isinstance(value, str) and f.name.endswith("_s") and f.name not in _CHOICE_FIELDS:
+        return parse_duration(value) / 1e9  # a duration with units, e.g. "1ms"
+    return value
 
 
 def _run(args) -> int:

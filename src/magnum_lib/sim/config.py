@@ -225,6 +225,14 @@ def check_config(cfg: SimConfig) -> SimConfig:
     if cfg.scope == "cell" and cfg.schedulers != cfg.cells_per_region:
         raise ParameterError("schedulers", f"must equal cells_per_region={cfg.cells_per_region} "
                              f"with scope 'cell' (one scheduler per cell), got {cfg.schedulers}")
+    # Periodic events per run stay laptop-sized (a 1 ns digest period would never finish).
+    for name, limit in (("round_s", 10**8), ("gossip_interval_s", 10**8), ("digest_interval_s", 10**6)):
+        period = getattr(cfg, name)
+        if period > 0 and cfg.duration_s / period > limit:
+            raise ParameterError(name, f"gives {cfg.duration_s / period:.3g} periods in {cfg.duration_s:g} s; "
+                                       f"at most {limit:.0e} (0 turns the digest off)" if name == "digest_interval_s"
+                                 else f"gives {cfg.duration_s / period:.3g} periods in {cfg.duration_s:g} s; "
+                                      f"at most {limit:.0e}")
     nodes = cfg.cells_per_region * cfg.nodes_per_cell
     if nodes > 2_000_000:
         raise ParameterError("nodes_per_cell", f"gives {nodes} nodes per region; at most 2,000,000")
