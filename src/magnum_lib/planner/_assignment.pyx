@@ -30,7 +30,7 @@ cdef intp_t solve_sap(const float64_t[:, ::1] cost, float64_t[::1] u, float64_t[
         # Dijkstra over reduced costs from new_row (dist, pred as in the reference).
         for j in range(n_cols):
             dist[j] = INFINITY
-            todo[j] = j
+            todo[j] = n_cols - 1 - j  # reverse order, as in SciPy (see the reference)
         n_todo = n_cols
         i = new_row
         min_val = 0.0
