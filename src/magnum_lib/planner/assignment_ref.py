@@ -99,6 +99,20 @@ def prepare(cost_matrix, maximize: bool = False) -> tuple[np.ndarray, bool]:
     return np.ascontiguousarray(a), transposed
 
 
+def check_prepared(cost) -> None:
+    """What the solvers trust, checked: a 2-D float64 array with rows <= columns whose
+    entries are finite or ``+inf`` (no NaN, no ``-inf``, which would break Dijkstra)."""
+    if not isinstance(cost, np.ndarray) or cost.dtype != np.float64 or cost.ndim != 2:
+        raise TypeError(f"cost must be a 2-D float64 numpy array (see prepare()), got "
+                        f"{getattr(cost, 'dtype', type(cost).__name__)} {getattr(cost, 'shape', '')}")
+    if cost.shape[0] > cost.shape[1]:
+        raise ValueError(f"cost must have rows <= columns, got shape {cost.shape}")
+    if cost.size:
+        lowest = cost.min()
+        if np.isnan(lowest) or lowest == -INF:
+            raise ValueError("cost must hold finite numbers or +inf (no NaN, no -inf); use prepare()")
+
+
 def infeasible(row: int) -> ParameterError:
     """The error for a row whose every completion meets an infinite (forbidden) entry."""
     # "cost matrix is infeasible" is SciPy's wording, which callers (and its tests) match.
@@ -125,9 +139,8 @@ def shortest_augmenting_paths(cost: np.ndarray, return_steps: bool = False):
     ValueError
         When no complete assignment of finite cost exists.
     """
+    check_prepared(cost)
     n_rows, n_cols = cost.shape
-    if n_rows > n_cols:
-        raise ValueError(f"cost must have rows <= columns, got shape {cost.shape}")
     rows = cost.tolist()  # Python floats: the same IEEE doubles, faster to index
     u = [0.0] * n_rows
     v = [0.0] * n_cols
