@@ -313,37 +313,68 @@ def _run_case(index: int, backend: str) -> str:
     try:
         exec(code, namespace)
     except Exception as exc:  # noqa: BLE001 - the outcome is what is being tested
-        return f"{type(exc).__name__}: {str(exc)[:300]}"
+        return f"{type(exc).__name__}: {str(exc)[:10_000]}"  # the length is checked too
     return "ok"
 
 
-def _child(start: int, backend: str) -> None:
-    """Run cases ``start..`` and print one JSON line per finished case (flushed, so a
-    crash loses only the case that crashed)."""
+CASE_TIMEOUT_S = 60  # a case still running after this is a hang (the child exits)
+
+
+def _child(start: int, backend: str, kernel: str | None = None) -> None:
+    """Run cases ``start..`` (of one ``kernel`` if given), printing a JSON line when each
+    starts and one with its outcome (flushed, so a crash loses only the case that
+    crashed). A watchdog thread ends the child if one case runs past CASE_TIMEOUT_S, even
+    inside a nogil loop."""
+    import faulthandler
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash writes no core file
     for index in range(start, len(CASES)):
-        print(json.dumps([index, _run_case(index, backend)]), flush=True)
+        if kernel is not None and CASES[index][0] != kernel:
+            continue
+        print(json.dumps([index, None]), flush=True)
+        faulthandler.dump_traceback_later(CASE_TIMEOUT_S, exit=True)
+        outcome = _run_case(index, backend)
+        faulthandler.cancel_dump_traceback_later()
+        print(json.dumps([index, outcome]), flush=True)
+
+
+def run_cases(src: Path, backend: str, kernel: str | None = None) -> dict:
+    """``{index: outcome}`` for every case (of one ``kernel`` if given), run against the
+    package in ``src``; a case that kills the child is "crashed (exit N)" (or "hung" after
+    CASE_TIMEOUT_S) and the child restarts after it."""
+    results: dict = {}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(ROOT)]))
+    env.pop("MAGNUM_PUREPYTHON", None)
+    start = 0
+    while start < len(CASES):
+        proc = subprocess.run(
+            [sys.executable, "-c", "from tests.test_kernel_boundaries import _child; "
+                                   f"_child({start}, {backend!r}, {kernel!r})"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=CASE_TIMEOUT_S * len(CASES))
+        last = None
+        for line in proc.stdout.splitlines():
+            if line.startswith("["):
+                last, outcome = json.loads(line)
+                if outcome is not None:
+                    results[last] = outcome
+        if last is None or last in results:  # finished (or nothing left to run)
+            break
+        hung = "Timeout" in proc.stderr
+        results[last] = f"{'hung' if hung else 'crashed'} (exit {proc.returncode}): {proc.stderr[-500:]}"
+        start = last + 1
+    return results
+
+
+def _clean(index: int, outcome: str) -> bool:
+    if CASES[index][1].startswith("baseline"):
+        return outcome == "ok"
+    return outcome.startswith(("ValueError:", "TypeError:", "ParameterError:")) and len(outcome) < 400
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict:
-    """``{(backend, index): outcome}``; a case that kills the child is "crashed (signal N)"."""
-    results: dict = {}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
-    env.pop("MAGNUM_PUREPYTHON", None)
-    for backend in BACKENDS:
-        start = 0
-        while start < len(CASES):
-            proc = subprocess.run(
-                [sys.executable, "-c", f"from tests.test_kernel_boundaries import _child; _child({start}, {backend!r})"],
-                cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-            done = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("[")]
-            for index, outcome in done:
-                results[backend, index] = outcome
-            start = done[-1][0] + 1 if done else start
-            if proc.returncode != 0 and start < len(CASES):
-                results[backend, start] = f"crashed (exit {proc.returncode}): {proc.stderr[-500:]}"
-                start += 1
-    return results
+    """``{(backend, index): outcome}`` for this checkout."""
+    return {(backend, i): o for backend in BACKENDS for i, o in run_cases(ROOT / "src", backend).items()}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -352,15 +383,41 @@ def test_kernel_answers_cleanly(outcomes, backend, index):
     kernel, name, code = CASES[index]
     outcome = outcomes[backend, index]
     if name.startswith("baseline"):
-        assert outcome == "ok", f"the valid call {code} must succeed, got {outcome}"
+        assert outcome == "ok", f"the valid call {code} must succeed, got {outcome[:500]}"
     else:
-        assert outcome.startswith(("ValueError:", "TypeError:", "ParameterError:")), \
-            f"{code} must raise ValueError or TypeError, got {outcome}"
-        assert len(outcome) < 400  # one short line, no echo of a whole array
+        # ValueError or TypeError, in one short line (no echo of a whole array).
+        assert _clean(index, outcome), f"{code} must raise ValueError or TypeError, got {outcome[:500]}"
 
 
-def test_the_harness_sees_a_crash(tmp_path):
-    # A segfault in the child must become a failed outcome, not kill pytest.
-    proc = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"],
-                          capture_output=True, timeout=60)
-    assert proc.returncode != 0
+def test_the_harness_survives_and_reports_a_crash(tmp_path):
+    # A stand-in package whose pack_kernel segfaults on the baseline call: the crash must
+    # become that case's outcome, and the cases after it must still run.
+    pkg = tmp_path / "magnum_lib" / "graph"
+    pkg.mkdir(parents=True)
+    (tmp_path / "magnum_lib" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_packing.py").write_text(
+        "import ctypes\n"
+        "import numpy as np\n"
+        "from tests.test_kernel_boundaries import pack_args\n"
+        "def pack_kernel(**kw):\n"
+        "    if all(np.array_equal(v, kw[k]) for k, v in pack_args().items()):\n"
+        "        ctypes.string_at(0)  # segfault on the baseline call only\n"
+        "    raise ValueError('refused')\n")
+    found = run_cases(tmp_path, "compiled", kernel="packing")
+    assert found[0].startswith("crashed")
+    assert found[1] == "ValueError: refused"
+    assert sorted(found) == [i for i, case in enumerate(CASES) if case[0] == "packing"]
+    assert not _clean(0, found[0]) and _clean(1, found[1])
+
+if __name__ == "__main__":
+    # Summarize another checkout: python tests/test_kernel_boundaries.py /work/main/src compiled
+    src, backend = Path(sys.argv[1]), sys.argv[2]
+    found = run_cases(src, backend)
+    bad = {i: o for i, o in found.items() if not _clean(i, o)}
+    crashed = [i for i, o in bad.items() if o.startswith("crashed")]
+    hung = [i for i, o in bad.items() if o.startswith("hung")]
+    print(f"{backend} at {src}: {len(CASES)} cases, {len(crashed)} crashed, {len(hung)} hung, "
+          f"{len(bad) - len(crashed) - len(hung)} other unclean")
+    for i, o in sorted(bad.items()):
+        print(f"  {CASES[i][0]} {CASES[i][1]}: {o[:100]}")
