@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from magnum_lib.engine.kernel_args import int_array, int_scalar
+
 #: Every time the packer computes (a start, an end, a transfer's end) stays below this
 #: many ns (146 years), far inside int64: checked before the loop runs.
 MAX_HORIZON_NS = 2**62
@@ -34,28 +36,6 @@ MAX_CAPACITY_BYTES = 2**62
 #: Most jobs and layers one call packs (scratch memory is about 100 bytes per entry).
 MAX_JOBS = 10_000_000
 MAX_LAYERS = 100_000_000
-
-
-def _int_array(name: str, value, length: int | None, minimum: int, maximum: int) -> np.ndarray:
-    """``value`` as a C-contiguous 1-D int64 array of ``length`` in ``[minimum, maximum]``."""
-    a = np.asarray(value)
-    if a.dtype.kind not in "iu" or not np.can_cast(a.dtype, np.int64, casting="safe"):
-        raise TypeError(f"{name} must be an integer array (int64 ns or bytes), got dtype {a.dtype}")
-    if a.ndim != 1 or (length is not None and a.shape[0] != length):
-        want = "1-D" if length is None else f"1-D of length {length}"
-        raise ValueError(f"{name} must be {want}, got shape {a.shape}")
-    if a.size and (a.min() < minimum or a.max() > maximum):
-        raise ValueError(f"{name} must lie in [{minimum}, {maximum}], got values in "
-                         f"[{int(a.min())}, {int(a.max())}]")
-    return np.ascontiguousarray(a, dtype=np.int64)
-
-
-def _int_scalar(name: str, value, minimum: int, maximum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must lie in [{minimum}, {maximum}], got {int(value)}")
-    return int(value)
 
 
 def check_kernel_inputs(arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity,
@@ -69,25 +49,25 @@ def check_kernel_inputs(arrival, reserve, layer_ptr, runtime, xfer, link, n_link
     admitted), and a horizon (last arrival + all compute + all switches + all transfers)
     below :data:`MAX_HORIZON_NS`, so no time can overflow int64.
     """
-    arrival = _int_array("arrival", arrival, None, 0, MAX_HORIZON_NS)
+    arrival = int_array("arrival", arrival, None, 0, MAX_HORIZON_NS)
     n_jobs = arrival.shape[0]
     if not 1 <= n_jobs <= MAX_JOBS:
         raise ValueError(f"arrival must hold between 1 and {MAX_JOBS} jobs, got {n_jobs}")
-    capacity = _int_scalar("capacity", capacity, 0, MAX_CAPACITY_BYTES)
-    reserve = _int_array("reserve", reserve, n_jobs, 0, capacity)
-    ptr = _int_array("layer_ptr", layer_ptr, n_jobs + 1, 0, MAX_LAYERS)
+    capacity = int_scalar("capacity", capacity, 0, MAX_CAPACITY_BYTES)
+    reserve = int_array("reserve", reserve, n_jobs, 0, capacity)
+    ptr = int_array("layer_ptr", layer_ptr, n_jobs + 1, 0, MAX_LAYERS)
     n_layers = int(ptr[-1])
     if ptr[0] != 0 or (np.diff(ptr) < 1).any():
         raise ValueError("layer_ptr must start at 0 and rise by at least 1 per job")
-    runtime = _int_array("runtime", runtime, n_layers, 1, MAX_HORIZON_NS)
-    xfer = _int_array("xfer", xfer, n_layers, 0, MAX_HORIZON_NS)
-    n_links = _int_scalar("n_links", n_links, 0, MAX_LAYERS)
-    link = _int_array("link", link, n_layers, -1, n_links - 1)
+    runtime = int_array("runtime", runtime, n_layers, 1, MAX_HORIZON_NS)
+    xfer = int_array("xfer", xfer, n_layers, 0, MAX_HORIZON_NS)
+    n_links = int_scalar("n_links", n_links, 0, MAX_LAYERS)
+    link = int_array("link", link, n_layers, -1, n_links - 1)
     if ((xfer > 0) & (link < 0)).any():
         raise ValueError("link must name a link (>= 0) for every layer with a transfer (xfer > 0)")
-    max_resident = _int_scalar("max_resident", max_resident, 1, MAX_JOBS)
-    window = _int_scalar("window", window, 1, MAX_JOBS)
-    switch_ns = _int_scalar("switch_ns", switch_ns, 0, MAX_HORIZON_NS)
+    max_resident = int_scalar("max_resident", max_resident, 1, MAX_JOBS)
+    window = int_scalar("window", window, 1, MAX_JOBS)
+    switch_ns = int_scalar("switch_ns", switch_ns, 0, MAX_HORIZON_NS)
     # Float sums cannot overflow; their rounding (< 2^-40 relative) is far below the margin.
     horizon = (float(arrival.max()) + runtime.sum(dtype=np.float64) + xfer.sum(dtype=np.float64)
                + float(n_layers) * switch_ns)

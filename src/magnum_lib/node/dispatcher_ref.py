@@ -29,6 +29,8 @@ from collections import deque
 
 import numpy as np
 
+from magnum_lib.engine.kernel_args import int_array, int_scalar
+
 NO_HORIZON = 2**62  # "run until every request is done"
 # Kernel bounds (the public dispatch() checks tighter ones first). With arrivals and the
 # total work below 2^61 ns, a quantum below 2^60 ns and each cost below 2^58 ns, no time
@@ -42,23 +44,6 @@ MAX_KERNEL_QUEUE_SLOTS = 2**31  # requests x classes: the compiled loop's flat q
 MAX_KERNEL_DEVICES = 2**24
 
 
-def _int(name: str, value, minimum: int, maximum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must lie in [{minimum}, {maximum}], got {int(value)}")
-    return int(value)
-
-
-def _int_array(name: str, value, n: int | None) -> np.ndarray:
-    a = np.asarray(value)
-    if a.dtype.kind not in "iu" or not np.can_cast(a.dtype, np.int64, casting="safe"):
-        raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
-    if a.ndim != 1 or (n is not None and a.shape[0] != n):
-        raise ValueError(f"{name} must be 1-D{'' if n is None else f' of length {n}'}, got shape {a.shape}")
-    return np.ascontiguousarray(a, dtype=np.int64)
-
-
 def check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns,
                         preempt, n_classes, horizon_ns, audit) -> tuple:
     """Validate :func:`run_dispatch`'s arguments (both backends); return them normalized.
@@ -67,18 +52,18 @@ def check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, paus
     >= 1 ns, classes in ``[0, n_classes)`` (they index the queues), and times small
     enough that no sum overflows int64 (see the ``MAX_KERNEL_*`` bounds).
     """
-    arrival = _int_array("arrival_ns", arrival_ns, None)
+    arrival = int_array("arrival_ns", arrival_ns, None)
     n = arrival.shape[0]
     if n > MAX_KERNEL_REQUESTS:
         raise ValueError(f"arrival_ns must hold at most {MAX_KERNEL_REQUESTS} requests, got {n}")
-    work = _int_array("work_ns", work_ns, n)
-    prio = _int_array("priority", priority, n)
-    devices = _int("devices", devices, 1, MAX_KERNEL_DEVICES)
-    n_classes = _int("n_classes", n_classes, 1, MAX_KERNEL_QUEUE_SLOTS // max(n, 1))
-    quantum_ns = _int("quantum_ns", quantum_ns, 1, MAX_KERNEL_QUANTUM_NS)
-    pause_ns = _int("pause_ns", pause_ns, 0, MAX_KERNEL_COST_NS)
-    resume_ns = _int("resume_ns", resume_ns, 0, MAX_KERNEL_COST_NS)
-    horizon_ns = _int("horizon_ns", horizon_ns, -1, NO_HORIZON)
+    work = int_array("work_ns", work_ns, n)
+    prio = int_array("priority", priority, n)
+    devices = int_scalar("devices", devices, 1, MAX_KERNEL_DEVICES)
+    n_classes = int_scalar("n_classes", n_classes, 1, MAX_KERNEL_QUEUE_SLOTS // max(n, 1))
+    quantum_ns = int_scalar("quantum_ns", quantum_ns, 1, MAX_KERNEL_QUANTUM_NS)
+    pause_ns = int_scalar("pause_ns", pause_ns, 0, MAX_KERNEL_COST_NS)
+    resume_ns = int_scalar("resume_ns", resume_ns, 0, MAX_KERNEL_COST_NS)
+    horizon_ns = int_scalar("horizon_ns", horizon_ns, -1, NO_HORIZON)
     for name, flag in (("preempt", preempt), ("audit", audit)):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# Row layouts, as in validator_ref (kept here too so this module imports nothing above it).
+from magnum_lib.engine.kernel_args import int_scalar
+
+# Row layouts, as in validator_ref (kept here too: this module imports only the engine).
 L_NODE, L_TYPE, L_COUNT, L_MEM, L_IC, L_EXPIRY, L_PRIO, L_JOB = range(8)
 N_TYPE, N_IC, N_MEM, N_FREE, N_MINPRIO, N_OCC = range(6)
 S_JOB, S_PRIO, S_COUNT, S_MEM, S_EXPIRY, S_START = range(6)
@@ -31,14 +33,6 @@ def _array(name: str, value, dtype, ndim: int, min_cols: int = 0, writable: bool
     if ndim >= 2 and value.shape[1] < min_cols:
         raise ValueError(f"{name} must have at least {min_cols} columns, got shape {value.shape}")
     return value
-
-
-def _int(name: str, value, minimum: int, maximum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must lie in [{minimum}, {maximum}], got {int(value)}")
-    return int(value)
 
 
 def _in_range(name: str, a: np.ndarray, low: int, high: int) -> None:
@@ -89,9 +83,9 @@ def check_validate_shapes(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, ou
     slots = _array("slots", slots, np.int64, 2, 6, writable=True)
     out = _array("out", out, np.int64, 2, 2, writable=True)
     pre = _array("pre", pre, np.int64, 2, 5, writable=True)
-    n_ic = _int("n_ic", n_ic, 1, MAX_IC)
-    K = _int("K", K, 1, MAX_SLOTS)
-    now = _int("now", now, -(1 << 63), (1 << 63) - 1)
+    n_ic = int_scalar("n_ic", n_ic, 1, MAX_IC)
+    K = int_scalar("K", K, 1, MAX_SLOTS)
+    now = int_scalar("now", now, -(1 << 63), (1 << 63) - 1)
     n_nodes, n_leases = nodes.shape[0], leases.shape[0]
     if slots.shape[0] != n_nodes * K:
         raise ValueError(f"slots must have nodes x K = {n_nodes * K} rows, got {slots.shape[0]}")
@@ -163,8 +157,8 @@ def check_place_shapes(view_free, nodes, ic_ok, n_ic, requests, policy, draws, h
     draws = _array("draws", draws, np.int32, 2)
     hints = _array("hints", hints, np.int64, 2)
     out_node = _array("out_node", out_node, np.int64, 1, writable=True)
-    n_ic = _int("n_ic", n_ic, 1, MAX_IC)
-    policy = _int("policy", policy, 0, 3)
+    n_ic = int_scalar("n_ic", n_ic, 1, MAX_IC)
+    policy = int_scalar("policy", policy, 0, 3)
     n_nodes, n_req = view_free.shape[0], requests.shape[0]
     if nodes.shape[0] != n_nodes:
         raise ValueError(f"nodes must have a row per view_free entry ({n_nodes}), got {nodes.shape[0]}")
@@ -226,10 +220,10 @@ def check_contention_inputs(view_occ, feas, ll_node, S, policy, p_stale, u_stale
     t_node = _array("t_node", t_node, np.int64, 1, writable=True)
     t_occ = _array("t_occ", t_occ, np.int32, 1, writable=True)
     t_prio = _array("t_prio", t_prio, np.int32, 1, writable=True)
-    S = _int("S", S, 1, 1 << 20)
-    policy = _int("policy", policy, 0, 2)
+    S = int_scalar("S", S, 1, 1 << 20)
+    policy = int_scalar("policy", policy, 0, 2)
     n, (B, C) = view_occ.shape[0], pick1.shape
-    ll_node = _int("ll_node", ll_node, 0 if policy == 1 else -1, n - 1)
+    ll_node = int_scalar("ll_node", ll_node, 0 if policy == 1 else -1, n - 1)
     for name, a in (("u_stale", u_stale), ("redraw_occ", redraw_occ), ("new_prio", new_prio),
                     ("pick2", pick2)):
         if a.shape[0] < B or a.shape[1] < C:
