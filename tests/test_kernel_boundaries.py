@@ -245,6 +245,8 @@ CASES = [
 
     ("validator", "baseline", "assert m.validate_batch(*validate_args()) == 0"),
     ("validator", "baseline-place", "assert m.place_batch(*place_args()) == 1"),
+    ("validator", "baseline-K-63", "s = np.zeros((126, 6), I64); s[:, 0] = -1;"
+                                   " assert m.validate_batch(*validate_args(K=63, slots=s)) == 0"),
     ("validator", "lease-ic-past-table", "m.validate_batch(*validate_args(leases=np.array([[0, 0, 1, 1, 5, 10**12, 0, 0]], I64)))"),
     ("validator", "lease-count-zero", "m.validate_batch(*validate_args(leases=np.array([[0, 0, 0, 1, 0, 10**12, 0, 0]], I64)))"),
     ("validator", "node-ic-past-table", "m.validate_batch(*validate_args(nodes=_nodes(1, 7)))"),

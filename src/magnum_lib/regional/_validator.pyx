@@ -7,7 +7,7 @@ does (here in C, so the checks cost microseconds) before the ``nogil`` cores, wh
 import numpy as np
 
 from magnum_lib._typedefs cimport time_ns, intp_t
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t
 
 from magnum_lib.regional.kernel_checks import check_place_shapes, check_validate_shapes, problem
 
@@ -140,7 +140,8 @@ cdef int validate_contents_problem(const int64_t[:, ::1] leases, const int64_t[:
     # node once (``seen``, zeroed scratch of one byte per node): O(leases + nodes named x K),
     # so a round of 1,000 leases is checked in microseconds.
     cdef intp_t n_nodes = nodes.shape[0], n_leases = leases.shape[0], r, i, s, base
-    cdef int64_t occ, count, held, free, full = ((<int64_t>1) << K) - 1, running = 0, need
+    cdef int64_t occ, count, held, free, running = 0, need
+    cdef int64_t full = <int64_t>(((<uint64_t>1) << K) - 1)  # the K low bits (unsigned: K may be 63)
     for r in range(n_leases):
         if leases[r, L_COUNT] < 1:
             return 1
