@@ -225,6 +225,8 @@ BAD = {
     "infeasible-tall": ([[np.inf, np.inf], [1, np.inf], [2, np.inf]], False),
     "all-inf": (np.full((3, 3), np.inf), False),
     "text": ([["a", "b"], ["c", "d"]], False),
+    "string-array": (np.identity(3).astype(str), False),
+    "bytes-array": (np.array([[b"1", b"2"]]), False),
     "object": (np.array([[1, None], [2, 3]], dtype=object), False),
     "complex": (np.array([[1 + 1j, 2], [3, 4]]), False),
     "datetime": (np.array([[1, 2]], dtype="datetime64[s]"), False),
@@ -245,6 +247,31 @@ def test_bad_inputs_raise_like_scipy(name):
         assert "infeasible" in message
     if name not in ("ragged", "text"):  # numpy's own conversion errors, as in SciPy
         assert "cost_matrix" in message
+
+
+def test_scipy_wording_that_callers_match():
+    # SciPy's messages are part of its contract: its own tests match them.
+    with pytest.raises(ValueError, match="expected a matrix"):
+        linear_sum_assignment([1, 2, 3])
+    with pytest.raises(TypeError, match="Cannot cast array data from dtype"):
+        linear_sum_assignment(np.identity(3).astype(str))
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        linear_sum_assignment([[np.inf, 1.0], [np.inf, 2.0]])
+    with pytest.raises(ValueError, match="contains invalid numeric entries"):
+        linear_sum_assignment([[1.0, None], [2.0, 3.0]])  # None is NaN, as in SciPy
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (5, 9), (9, 5), (1, 4)])
+def test_constant_matrix_gets_scipys_identity_on_both_kernels(kernel, shape):
+    # SciPy issue 11602: ties broken so that a constant matrix is assigned the identity.
+    cost = np.ones(shape)
+    rows, cols = assignment_ref.solve_with(kernel, cost, False)
+    expected_rows, expected_cols = scipy_lsa(cost)
+    np.testing.assert_array_equal(rows, expected_rows)
+    np.testing.assert_array_equal(cols, expected_cols)
+    k = min(shape)
+    np.testing.assert_array_equal(rows, np.arange(k))
+    np.testing.assert_array_equal(cols, np.arange(k))
 
 
 def test_bad_entry_is_located():

@@ -10,6 +10,8 @@ from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
 
+from magnum_lib.engine.heap_ref import check_capacity
+
 
 cdef int64_t _int64(object value) except? -1:
     # Integers only, as the reference: Cython's own conversion would truncate 1.5 to 1.
@@ -31,12 +33,13 @@ cdef class EventHeap:
     they were pushed, so a simulation is deterministic.
     """
 
-    def __cinit__(self, intp_t capacity=16):
-        capacity = max(capacity, 1)
-        self.heap.data = <HeapEntry*> malloc(capacity * sizeof(HeapEntry))
+    def __cinit__(self, capacity=16):
+        # Checked before the C multiply: a huge capacity would wrap malloc's size.
+        cdef intp_t slots = check_capacity(capacity)
+        self.heap.data = <HeapEntry*> malloc(slots * sizeof(HeapEntry))
         if self.heap.data == NULL:
-            raise MemoryError(f"EventHeap: cannot allocate {capacity} entries")
-        self.heap.capacity = capacity
+            raise MemoryError(f"EventHeap: cannot allocate {slots} entries")
+        self.heap.capacity = slots
         self.heap.size = 0
         self.heap.next_seq = 0
 

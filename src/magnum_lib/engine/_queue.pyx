@@ -106,25 +106,27 @@ cdef int _run(Heap* heap, const int64_t[::1] interarrival,
     return 0
 
 
-def simulate_fifo(const int64_t[::1] interarrival_ns, const int64_t[::1] service_ns,
-                  intp_t servers):
+def simulate_fifo(const int64_t[::1] interarrival_ns not None, const int64_t[::1] service_ns not None,
+                  servers):
     """Run the queue and return per-job times and time integrals.
 
-    See :func:`magnum_lib.engine.queue_ref.simulate_fifo` (same contract).
+    See :func:`magnum_lib.engine.queue_ref.simulate_fifo` (same contract; the same
+    ``check_inputs`` runs first, so the nogil loop may trust lengths and ranges).
     """
     cdef intp_t n = check_inputs(interarrival_ns, service_ns, servers)
+    cdef intp_t n_servers = servers  # a C integer only once it is known to be in range
     wait = np.empty(n, dtype=np.int64)  # every entry is written by the loop
     in_system = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] wait_v = wait
     cdef int64_t[::1] in_system_v = in_system
-    cdef EventHeap heap = EventHeap(servers + 2)
+    cdef EventHeap heap = EventHeap(n_servers + 2)
     cdef Integral area, busy_area
     cdef int64_t events = 0
     cdef time_ns now = 0
     cdef int status
     area.seconds = area.rest_ns = busy_area.seconds = busy_area.rest_ns = 0
     with nogil:
-        status = _run(&heap.heap, interarrival_ns, service_ns, servers, wait_v, in_system_v,
+        status = _run(&heap.heap, interarrival_ns, service_ns, n_servers, wait_v, in_system_v,
                       &events, &now, &area, &busy_area)
     if status != 0:
         raise MemoryError("simulate_fifo: event heap out of memory")

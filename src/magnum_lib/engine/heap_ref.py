@@ -22,16 +22,30 @@ def _int64(value, name: str) -> int:
     return value
 
 
+#: Largest initial capacity (slots of 24 bytes: 1.6 GB); the heap still grows past it.
+MAX_INITIAL_CAPACITY = 2**26
+
+
+def check_capacity(capacity) -> int:
+    """The initial capacity as an int in ``[1, MAX_INITIAL_CAPACITY]`` (values < 1 mean 1)."""
+    capacity = operator.index(capacity)  # TypeError for 1.5, as for times
+    if capacity > MAX_INITIAL_CAPACITY:
+        raise ValueError(f"capacity must be <= {MAX_INITIAL_CAPACITY} slots, got {capacity}")
+    return max(capacity, 1)
+
+
 class EventHeap:
     """Binary min-heap of events ``(time_ns, payload)``.
 
     Parameters
     ----------
     capacity : int, optional
-        Accepted for API parity with the compiled heap; Python lists grow by themselves.
+        Checked as by the compiled heap (at most ``MAX_INITIAL_CAPACITY``), else unused:
+        Python lists grow by themselves.
     """
 
     def __init__(self, capacity: int = 16):
+        check_capacity(capacity)
         self._items: list[tuple[int, int, int]] = []  # (time, seq, payload)
         self._next_seq = 0
 

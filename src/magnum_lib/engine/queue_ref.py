@@ -15,6 +15,7 @@ from magnum_lib.engine.heap_ref import EventHeap
 ARRIVAL = -1  # heap payload of an arrival; a departure carries its job number
 # The compiled loop's overflow-free integrals assume at most 2^30 jobs (see _queue.pyx).
 MAX_JOBS = 2**30
+MAX_SERVERS = 2**26  # the event heap holds one slot per server (24 bytes each)
 MAX_HORIZON_NS = 2**62  # half the int64 range: no time plus a gap can overflow
 
 
@@ -105,8 +106,13 @@ def check_inputs(interarrival_ns, service_ns, servers: int) -> int:
         )
     if not 1 <= ia.size <= MAX_JOBS:
         raise ValueError(f"interarrival_ns must hold between 1 and {MAX_JOBS} jobs, got {ia.size}")
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
+    if isinstance(servers, (bool, np.bool_)) or not isinstance(servers, (int, np.integer)):
+        raise TypeError(f"servers must be an integer, got {type(servers).__name__}")
+    if not 1 <= servers <= MAX_SERVERS:
+        raise ValueError(f"servers must be in [1, {MAX_SERVERS}], got {servers}")
+    if ia.dtype.kind not in "iu" or sv.dtype.kind not in "iu":
+        raise TypeError(f"interarrival_ns and service_ns must be integer ns arrays, "
+                        f"got dtypes {ia.dtype} and {sv.dtype}")
     if min(ia.min(), sv.min()) < 0:
         raise ValueError("interarrival_ns and service_ns must be >= 0 (ns)")
     if ia.sum(dtype=np.float64) + sv.sum(dtype=np.float64) >= MAX_HORIZON_NS:

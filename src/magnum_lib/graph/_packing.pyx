@@ -5,6 +5,8 @@ Same arguments and the same int64 results as
 """
 import numpy as np
 
+from magnum_lib.graph.packing_ref import check_kernel_inputs
+
 from magnum_lib._typedefs cimport time_ns, intp_t
 
 
@@ -102,9 +104,16 @@ cdef int pack_core(const time_ns[::1] arrival, const time_ns[::1] reserve, const
 
 def pack_kernel(arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity,
                 max_resident, window, switch_ns):
-    """Schedule every layer (same contract as ``packing_ref.pack_kernel``)."""
-    cdef const time_ns[::1] arr = np.ascontiguousarray(arrival, dtype=np.int64)
-    cdef const time_ns[::1] ptr = np.ascontiguousarray(layer_ptr, dtype=np.int64)
+    """Schedule every layer (same contract as ``packing_ref.pack_kernel``).
+
+    Every argument is checked by ``packing_ref.check_kernel_inputs`` first: the nogil
+    loop indexes by ``layer_ptr`` and ``link`` without bounds checks.
+    """
+    (arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity, max_resident, window,
+     switch_ns) = check_kernel_inputs(arrival, reserve, layer_ptr, runtime, xfer, link, n_links,
+                                      capacity, max_resident, window, switch_ns)
+    cdef const time_ns[::1] arr = arrival
+    cdef const time_ns[::1] ptr = layer_ptr
     n_jobs, n_layers = arr.shape[0], np.asarray(runtime).shape[0]
     order = np.argsort(np.asarray(arr), kind="stable").astype(np.intp)
     start = np.full(n_layers, -1, np.int64)
@@ -113,16 +122,16 @@ def pack_kernel(arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capac
     xend = np.full(n_layers, -1, np.int64)
     admit = np.full(n_jobs, -1, np.int64)
     done = np.full(n_jobs, -1, np.int64)
-    nxt = np.array(np.asarray(ptr)[:-1], dtype=np.int64)
+    nxt = np.array(np.asarray(ptr)[:n_jobs], dtype=np.int64)
     ready = np.zeros(n_jobs, np.int64)
     link_free = np.zeros(max(int(n_links), 1), np.int64)
     resident = np.zeros(max(n_jobs, 1), np.intp)
     taken = np.zeros(n_jobs, np.uint8)
     cdef int status
-    cdef const time_ns[::1] res_v = np.ascontiguousarray(reserve, dtype=np.int64)
-    cdef const time_ns[::1] rt_v = np.ascontiguousarray(runtime, dtype=np.int64)
-    cdef const time_ns[::1] x_v = np.ascontiguousarray(xfer, dtype=np.int64)
-    cdef const time_ns[::1] l_v = np.ascontiguousarray(link, dtype=np.int64)
+    cdef const time_ns[::1] res_v = reserve
+    cdef const time_ns[::1] rt_v = runtime
+    cdef const time_ns[::1] x_v = xfer
+    cdef const time_ns[::1] l_v = link
     cdef const intp_t[::1] o_v = order
     cdef time_ns[::1] s_v = start, e_v = end, xs_v = xstart, xe_v = xend, a_v = admit, d_v = done
     cdef time_ns[::1] n_v = nxt, rd_v = ready, lf_v = link_free

@@ -27,7 +27,8 @@ import numpy as np
 
 from magnum_lib._backend import pick
 from magnum_lib.engine.distributions import to_ns
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, excerpt
+from magnum_lib.graph import packing_ref as _ref  # the bounds both kernels enforce
 from magnum_lib.graph.reserve import transfer_ns
 from magnum_lib.hardware import Catalog, default_catalog
 
@@ -40,6 +41,13 @@ POLICIES = ("packed", "exclusive", "dynamic")
 DEFAULT_DYNAMIC_SWITCH_S = 25e-6
 DEFAULT_WINDOW = 8
 _MEDIAN_LAYER_NS = 500_000  # 500 us: the article's layers run for hundreds of microseconds
+_MAX_SWITCH_NS = 10**9  # switch_s < 1 s
+#: Upper bounds of make_inference_graphs (checked before anything is allocated): about
+#: 200 bytes per layer, so the largest call stays near 1 GB.
+MAX_GRAPHS = 1_000_000
+MAX_LAYERS_PER_GRAPH = 10_000
+MAX_TOTAL_LAYERS = 5_000_000
+LOAD_RANGE = (1e-3, 100.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,9 +101,9 @@ def make_inference_graphs(n: int, seed: int = 0, runtime_spread: float = 0.5, me
 
     Parameters
     ----------
-    n : int
-        Number of jobs (graphs).
-    seed : int
+    n : int in [1, MAX_GRAPHS]
+        Number of jobs (graphs); ``n x layers[1]`` is at most ``MAX_TOTAL_LAYERS``.
+    seed : int in [0, 2^128)
         Seed of the one numpy Generator every draw comes from.
     runtime_spread : float >= 0
         Sigma of the lognormal layer runtimes (median 500 us); 0 makes every layer equal.
@@ -105,17 +113,17 @@ def make_inference_graphs(n: int, seed: int = 0, runtime_spread: float = 0.5, me
     device : str
         Catalog key or alias; its memory is the capacity, its interconnect the link.
     layers : (int, int)
-        Inclusive range of layers per graph.
+        Inclusive range of layers per graph, within [1, MAX_LAYERS_PER_GRAPH].
     comm : float >= 0
         Each layer, with probability 1/2, sends its output over the device's interconnect
         afterwards, taking ``uniform(0, 2 * comm) * runtime`` (drawn as bytes at the link's
         per-direction bandwidth); 0 turns transfers off.
-    load : float, optional
+    load : float in [1e-3, 100], optional
         None: every job arrives at t = 0 (a batch). Else Poisson arrivals offering this
         much compute per unit time (0.8 = the device 80% busy with useful work).
     """
-    n = check_int("n", n, 1)
-    seed = check_int("seed", seed, 0)
+    n = check_int("n", n, 1, MAX_GRAPHS)
+    seed = check_int("seed", seed, 0, 2**128 - 1)
     if isinstance(runtime_spread, bool) or not isinstance(runtime_spread, (int, float)) \
             or not 0 <= runtime_spread <= 3:
         raise ParameterError("runtime_spread", f"must be a number in [0, 3], got {runtime_spread!r}")
@@ -124,10 +132,15 @@ def make_inference_graphs(n: int, seed: int = 0, runtime_spread: float = 0.5, me
         raise ParameterError("comm", f"must be a number in [0, 10], got {comm!r}")
     if not (isinstance(layers, (tuple, list)) and len(layers) == 2):
         raise ParameterError("layers", f"must be a pair (min, max), got {layers!r}")
-    lo = check_int("layers[0]", layers[0], 1)
-    hi = check_int("layers[1]", layers[1], lo)
+    lo = check_int("layers[0]", layers[0], 1, MAX_LAYERS_PER_GRAPH)
+    hi = check_int("layers[1]", layers[1], lo, MAX_LAYERS_PER_GRAPH)
+    if n * hi > MAX_TOTAL_LAYERS:
+        raise ParameterError("n", f"times the most layers per graph ({hi}) must be <= "
+                                  f"{MAX_TOTAL_LAYERS} layers, got {n} graphs ({n * hi} layers)")
     if load is not None:
-        load = check_positive("load", load)
+        load = check_positive("load", load, LOAD_RANGE[1])
+        if load < LOAD_RANGE[0]:
+            raise ParameterError("load", f"must be in [{LOAD_RANGE[0]:g}, {LOAD_RANGE[1]:g}], got {load!r}")
     acc = (catalog or default_catalog())[device]
 
     rng = np.random.default_rng(seed)
@@ -150,7 +163,11 @@ def make_inference_graphs(n: int, seed: int = 0, runtime_spread: float = 0.5, me
     else:
         mean_work = runtime.sum() / n
         gaps = rng.exponential(mean_work / load, n)
-        arrival = np.rint(np.concatenate(([0.0], np.cumsum(gaps)[:-1]))).astype(np.int64)
+        arrival_f = np.rint(np.concatenate(([0.0], np.cumsum(gaps)[:-1])))
+        if arrival_f[-1] + runtime.sum(dtype=np.float64) >= _ref.MAX_HORIZON_NS / 2:
+            raise ParameterError("load", f"{load!r} spreads {n} arrivals past the int64 ns clock; "
+                                         "use a higher load or fewer graphs")
+        arrival = arrival_f.astype(np.int64)
     link, link_names = _link_codes(names)
     reserve = np.bincount(job_of, memory, minlength=n).astype(np.int64)
     largest = np.maximum.reduceat(memory, ptr[:-1]).astype(np.int64)
@@ -261,11 +278,31 @@ class PackResult:
         }
 
 
+_INT_FIELDS = ("arrival_ns", "reserve_bytes", "largest_layer_bytes", "layer_ptr", "runtime_ns",
+               "transfer_ns", "link")
+
+
 def _check_jobset(jobs: JobSet) -> None:
-    """The kernels trust their arrays (no bounds checks): check a hand-built JobSet once here."""
-    n, n_layers = len(jobs.job_ids), jobs.runtime_ns.size
-    ptr = jobs.layer_ptr
+    """The kernels trust their arrays (no bounds checks): check a hand-built JobSet once here.
+
+    Integer arrays only (a NaN or a float is refused, not truncated), consistent lengths,
+    runtimes of at least 1 ns, and a horizon that keeps every time inside int64 ns.
+    """
+    n = len(jobs.job_ids)
     problems = []
+    for name in _INT_FIELDS:
+        a = getattr(jobs, name)
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu" \
+                or not np.can_cast(a.dtype, np.int64, casting="safe") or a.ndim != 1:
+            problems.append(f"{name} must be a 1-D int64 array, got "
+                            f"{getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+    if isinstance(jobs.capacity_bytes, bool) or not isinstance(jobs.capacity_bytes, (int, np.integer)) \
+            or not 0 < jobs.capacity_bytes <= _ref.MAX_CAPACITY_BYTES:
+        problems.append(f"capacity_bytes must be an integer in [1, {_ref.MAX_CAPACITY_BYTES}], "
+                        f"got {excerpt(jobs.capacity_bytes)}")
+    if problems:
+        raise ParameterError("jobs", "; ".join(problems))
+    n_layers, ptr = jobs.runtime_ns.size, jobs.layer_ptr
     if n == 0:
         problems.append("has no jobs")
     for name in ("arrival_ns", "reserve_bytes", "largest_layer_bytes"):
@@ -277,12 +314,20 @@ def _check_jobset(jobs: JobSet) -> None:
     if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != n_layers or (np.diff(ptr) < 1).any():
         problems.append("layer_ptr must rise from 0 to the layer count, at least one layer per job")
     if not problems:
-        if (jobs.arrival_ns < 0).any() or (jobs.runtime_ns < 0).any() or (jobs.transfer_ns < 0).any() \
-                or (jobs.reserve_bytes < 0).any():
+        if (jobs.arrival_ns < 0).any() or (jobs.transfer_ns < 0).any() \
+                or (jobs.reserve_bytes < 0).any() or (jobs.largest_layer_bytes < 0).any():
             problems.append("times and sizes must be >= 0")
+        if (jobs.runtime_ns < 1).any():
+            problems.append("runtime_ns must be >= 1 ns for every layer")
         if ((jobs.link < -1) | (jobs.link >= len(jobs.link_names))).any() or \
                 ((jobs.transfer_ns > 0) & (jobs.link < 0)).any():
             problems.append("link must index link_names (-1 only for layers without a transfer)")
+    if not problems:
+        horizon = (float(jobs.arrival_ns.max()) + jobs.runtime_ns.sum(dtype=np.float64)
+                   + jobs.transfer_ns.sum(dtype=np.float64) + n_layers * _MAX_SWITCH_NS)
+        if horizon >= _ref.MAX_HORIZON_NS:
+            problems.append(f"would run past {_ref.MAX_HORIZON_NS} ns (int64 clock): last arrival + "
+                            f"runtimes + transfers + switches = {horizon:.3g} ns")
     if problems:
         raise ParameterError("jobs", "; ".join(problems))
 
@@ -311,7 +356,7 @@ def pack(jobs: JobSet, policy: str = "packed", window: int = DEFAULT_WINDOW, swi
     if switch_s is None:
         switch_s = DEFAULT_DYNAMIC_SWITCH_S if policy == "dynamic" else 0.0
     if isinstance(switch_s, bool) or not isinstance(switch_s, (int, float)) or not 0 <= switch_s < 1:
-        raise ParameterError("switch_s", f"must be seconds in [0, 1), got {switch_s!r}")
+        raise ParameterError("switch_s", f"must be seconds in [0, 1), got {excerpt(switch_s)}")
     held = jobs.largest_layer_bytes if policy == "dynamic" else jobs.reserve_bytes
     too_big = np.flatnonzero(held > jobs.capacity_bytes)
     if too_big.size:

@@ -26,10 +26,61 @@ from __future__ import annotations
 
 import numpy as np
 
+from magnum_lib.engine.kernel_args import int_array, int_scalar
+
+#: Every time the packer computes (a start, an end, a transfer's end) stays below this
+#: many ns (146 years), far inside int64: checked before the loop runs.
+MAX_HORIZON_NS = 2**62
+#: Largest device memory, bytes (4 EiB): sums of reservations stay inside int64.
+MAX_CAPACITY_BYTES = 2**62
+#: Most jobs and layers one call packs (scratch memory is about 100 bytes per entry).
+MAX_JOBS = 10_000_000
+MAX_LAYERS = 100_000_000
+
+
+def check_kernel_inputs(arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity,
+                        max_resident, window, switch_ns) -> tuple:
+    """Validate :func:`pack_kernel`'s arguments (both backends); return them normalized.
+
+    Everything the loop trusts is checked here, once: dtypes (integers only, nothing is
+    truncated), lengths (J jobs, J + 1 pointers, L layers), ``layer_ptr`` rising from 0
+    to L with at least one layer per job, link indices in ``[-1, n_links)`` (-1 only
+    without a transfer), every job fitting in ``capacity`` (else it could never be
+    admitted), and a horizon (last arrival + all compute + all switches + all transfers)
+    below :data:`MAX_HORIZON_NS`, so no time can overflow int64.
+    """
+    arrival = int_array("arrival", arrival, None, 0, MAX_HORIZON_NS)
+    n_jobs = arrival.shape[0]
+    if not 1 <= n_jobs <= MAX_JOBS:
+        raise ValueError(f"arrival must hold between 1 and {MAX_JOBS} jobs, got {n_jobs}")
+    capacity = int_scalar("capacity", capacity, 0, MAX_CAPACITY_BYTES)
+    reserve = int_array("reserve", reserve, n_jobs, 0, capacity)
+    ptr = int_array("layer_ptr", layer_ptr, n_jobs + 1, 0, MAX_LAYERS)
+    n_layers = int(ptr[-1])
+    if ptr[0] != 0 or (np.diff(ptr) < 1).any():
+        raise ValueError("layer_ptr must start at 0 and rise by at least 1 per job")
+    runtime = int_array("runtime", runtime, n_layers, 1, MAX_HORIZON_NS)
+    xfer = int_array("xfer", xfer, n_layers, 0, MAX_HORIZON_NS)
+    n_links = int_scalar("n_links", n_links, 0, MAX_LAYERS)
+    link = int_array("link", link, n_layers, -1, n_links - 1)
+    if ((xfer > 0) & (link < 0)).any():
+        raise ValueError("link must name a link (>= 0) for every layer with a transfer (xfer > 0)")
+    max_resident = int_scalar("max_resident", max_resident, 1, MAX_JOBS)
+    window = int_scalar("window", window, 1, MAX_JOBS)
+    switch_ns = int_scalar("switch_ns", switch_ns, 0, MAX_HORIZON_NS)
+    # Float sums cannot overflow; their rounding (< 2^-40 relative) is far below the margin.
+    horizon = (float(arrival.max()) + runtime.sum(dtype=np.float64) + xfer.sum(dtype=np.float64)
+               + float(n_layers) * switch_ns)
+    if horizon >= MAX_HORIZON_NS:
+        raise ValueError(f"the schedule could run past {MAX_HORIZON_NS} ns (int64 clock): "
+                         f"last arrival + compute + switches + transfers = {horizon:.3g} ns")
+    return (arrival, reserve, ptr, runtime, xfer, link, n_links, capacity, max_resident, window,
+            switch_ns)
+
 
 def pack_kernel(arrival, reserve, layer_ptr, runtime, xfer, link, n_links: int, capacity: int,
                 max_resident: int, window: int, switch_ns: int):
-    """Schedule every layer; arguments are validated by :func:`magnum_lib.graph.packing.pack`.
+    """Schedule every layer (arguments checked by :func:`check_kernel_inputs`).
 
     Parameters
     ----------
@@ -48,6 +99,9 @@ def pack_kernel(arrival, reserve, layer_ptr, runtime, xfer, link, n_links: int, 
     admit, done : int64 arrays, shape (J,)
         When each job became resident and when it released its memory.
     """
+    (arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity, max_resident, window,
+     switch_ns) = check_kernel_inputs(arrival, reserve, layer_ptr, runtime, xfer, link, n_links,
+                                      capacity, max_resident, window, switch_ns)
     n_jobs, n_layers = len(arrival), len(runtime)
     start = np.full(n_layers, -1, np.int64)
     end = np.full(n_layers, -1, np.int64)

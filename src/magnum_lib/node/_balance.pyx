@@ -4,14 +4,16 @@ Same arguments, same results (bit for bit) as
 :func:`magnum_lib.node.balance_ref.simulate_supermarket` and
 :func:`magnum_lib.node.balance_ref.place_power_of_d`; read that file for the model.
 """
+import operator
+
 import numpy as np
 
 from libc.math cimport log
 from libc.stdint cimport int64_t, uint64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
-from magnum_lib.node.balance_ref import (BATCH, MAX_SERVERS, POWER_OF_D, RANDOM, STALE,
-                                         TAIL_LEVELS, check_supermarket_inputs)
+from magnum_lib.node.balance_ref import (BATCH, POWER_OF_D, RANDOM, STALE, TAIL_LEVELS,
+                                         check_placement_inputs, check_supermarket_inputs)
 
 cdef enum:
     C_RANDOM = 0
@@ -191,11 +193,20 @@ cdef void run_supermarket(intp_t servers, double load, int policy, intp_t choice
     out[3] = zero_wait
 
 
-def simulate_supermarket(intp_t servers, double load, int policy, intp_t choices, intp_t tasks,
-                         time_ns refresh_ns, intp_t jobs, intp_t warmup, seed):
-    """Run the supermarket model (compiled); same arguments and result as the reference."""
-    check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup)
-    cdef uint64_t state = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
+def simulate_supermarket(servers_, load_, policy_, choices_, tasks_, refresh_ns_, jobs_, warmup_,
+                         seed):
+    """Run the supermarket model (compiled); same arguments and result as the reference.
+
+    The Python values are checked (``check_supermarket_inputs``) before they become C
+    integers, so nothing wraps and the loop's array sizes are what it assumes.
+    """
+    check_supermarket_inputs(servers_, load_, policy_, choices_, tasks_, refresh_ns_, jobs_, warmup_)
+    cdef intp_t servers = servers_, choices = choices_, tasks = tasks_, jobs = jobs_
+    cdef intp_t warmup = warmup_
+    cdef int policy = policy_
+    cdef double load = load_
+    cdef time_ns refresh_ns = refresh_ns_
+    cdef uint64_t state = <uint64_t>(operator.index(seed) & 0xFFFFFFFFFFFFFFFF)
     tis = np.zeros(jobs * tasks, dtype=np.int64)
     cdef int64_t[::1] tis_v = tis
     cdef int64_t[::1] next_task = np.full(jobs * tasks, -1, dtype=np.int64)
@@ -240,17 +251,17 @@ cdef uint64_t run_placement(int64_t[::1] loads, int64_t decisions, intp_t choice
     return state
 
 
-def place_power_of_d(int64_t[::1] loads, int64_t decisions, intp_t choices, seed):
+def place_power_of_d(loads_array, decisions_, choices_, seed):
     """Place ``decisions`` unit jobs by power-of-d (compiled); updates ``loads`` in place.
 
-    Same arguments and result as :func:`magnum_lib.node.balance_ref.place_power_of_d`;
-    returns the final SplitMix64 state.
+    Same arguments and result as :func:`magnum_lib.node.balance_ref.place_power_of_d`
+    (and the same ``check_placement_inputs``); returns the final SplitMix64 state.
     """
-    cdef intp_t n = loads.shape[0]
-    if not 1 <= choices <= n <= MAX_SERVERS or decisions < 0:
-        raise ValueError(f"need 1 <= choices <= servers <= {MAX_SERVERS} and decisions >= 0, "
-                         f"got choices={choices}, servers={n}, decisions={decisions}")
-    cdef uint64_t state = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    check_placement_inputs(loads_array, decisions_, choices_)
+    cdef int64_t[::1] loads = loads_array
+    cdef int64_t decisions = decisions_
+    cdef intp_t choices = choices_, n = loads.shape[0]
+    cdef uint64_t state = <uint64_t>(operator.index(seed) & 0xFFFFFFFFFFFFFFFF)
     cdef intp_t[::1] perm = np.arange(n, dtype=np.intp)
     with nogil:
         state = run_placement(loads, decisions, choices, perm, state)

@@ -11,7 +11,7 @@ import numpy as np
 from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
-from magnum_lib.node.dispatcher_ref import NO_HORIZON
+from magnum_lib.node.dispatcher_ref import NO_HORIZON, check_kernel_inputs
 
 
 cdef inline intp_t _most_urgent(const int64_t[::1] qlen, intp_t n_classes) noexcept nogil:
@@ -172,11 +172,15 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
                  preempt, n_classes, horizon_ns=-1, audit=False) -> dict:
     """Compiled :func:`magnum_lib.node.dispatcher_ref.run_dispatch` (same arguments, results).
 
-    The caller validates (``dispatcher.check_kernel_inputs``); the loop trusts its input.
+    Every argument is checked by ``dispatcher_ref.check_kernel_inputs`` first (classes
+    index the queues, times must not overflow); the nogil loop then trusts its input.
     """
-    cdef const int64_t[::1] arrival = np.ascontiguousarray(arrival_ns, dtype=np.int64)
-    cdef const int64_t[::1] work = np.ascontiguousarray(work_ns, dtype=np.int64)
-    cdef const int64_t[::1] prio = np.ascontiguousarray(priority, dtype=np.int64)
+    (arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns, preempt, n_classes,
+     horizon_ns, audit) = check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns,
+                                              resume_ns, preempt, n_classes, horizon_ns, audit)
+    cdef const int64_t[::1] arrival = arrival_ns
+    cdef const int64_t[::1] work = work_ns
+    cdef const int64_t[::1] prio = priority
     cdef intp_t n = arrival.shape[0], g = devices, nc = n_classes
     cdef time_ns q = quantum_ns
     cdef time_ns last_tick = (NO_HORIZON if horizon_ns < 0 else horizon_ns) // q * q

@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, uint64_t
 from magnum_lib._typedefs cimport intp_t
 
 from magnum_lib.engine.errors import check_int
-from magnum_lib.node.ring_ref import check_array, check_capacity, check_timeout
+from magnum_lib.node.ring_ref import MAX_CAPACITY, check_array, check_capacity, check_timeout
 
 
 cdef int64_t _item(object item) except? -1:
@@ -127,7 +127,7 @@ def produce_range(RingBuffer ring not None, n, batch, timeout=None):
     runs without the GIL and writes the items straight into the ring's slots
     (``ring_claim`` / ``ring_publish``).
     """
-    cdef intp_t count = check_int("n", n, 0), size = check_int("batch", batch, 1)
+    cdef intp_t count = check_int("n", n, 0, 2**62), size = check_int("batch", batch, 1, MAX_CAPACITY)
     cdef double deadline = _deadline(timeout)
     cdef intp_t done = 0, spins = 0, k, i
     cdef int64_t* span
@@ -154,7 +154,7 @@ def consume_range(RingBuffer ring not None, n, batch, timeout=None):
     modulo 2**64. The whole loop runs without the GIL and reads the items in place
     (``ring_peek`` / ``ring_consume``).
     """
-    cdef intp_t count = check_int("n", n, 0), size = check_int("batch", batch, 1)
+    cdef intp_t count = check_int("n", n, 0, 2**62), size = check_int("batch", batch, 1, MAX_CAPACITY)
     cdef double deadline = _deadline(timeout)
     cdef intp_t received = 0, spins = 0, k, i
     cdef uint64_t checksum = 0, wrong = 0

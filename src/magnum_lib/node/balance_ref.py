@@ -48,6 +48,9 @@ RANDOM, POWER_OF_D, STALE, BATCH = 0, 1, 2, 3
 TAIL_LEVELS = 10  # queue_tail[i - 1] = time-averaged fraction of servers with >= i jobs
 NS_PER_S = 1e9
 MAX_SERVERS = 2**31 - 1  # random indices are 32-bit (see _index)
+MAX_TASKS = 2**31  # per-task arrays (16 bytes each) of one supermarket run
+MAX_REFRESH_NS = 2**61
+MAX_DECISIONS = 10**12
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -75,8 +78,22 @@ def _index(x: int, n: int) -> int:
     return ((x >> 32) * n) >> 32
 
 
+def _check_integers(**values) -> None:
+    for name, value in values.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+
+
 def check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup) -> None:
-    """Kernel-level sanity checks (the public API validates with friendlier messages first)."""
+    """Kernel-level sanity checks (the public API validates with friendlier messages first).
+
+    Integers are checked before any C conversion, so a huge one is a ValueError, not an
+    overflow; ``jobs x tasks`` (the per-task arrays) is at most ``MAX_TASKS``.
+    """
+    _check_integers(servers=servers, policy=policy, choices=choices, tasks=tasks,
+                    refresh_ns=refresh_ns, jobs=jobs, warmup=warmup)
+    if isinstance(load, bool) or not isinstance(load, (int, float, np.integer, np.floating)):
+        raise TypeError(f"load must be a number, got {type(load).__name__}")
     if not 1 <= servers <= MAX_SERVERS:
         raise ValueError(f"servers must be in [1, {MAX_SERVERS}], got {servers}")
     if not 0.0 < load < 1.0:
@@ -90,6 +107,24 @@ def check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, 
         raise ValueError(f"refresh_ns must be >= 1 for the stale policy, got {refresh_ns}")
     if jobs < 1 or not 0 <= warmup < jobs:
         raise ValueError(f"need jobs >= 1 and 0 <= warmup < jobs, got jobs={jobs}, warmup={warmup}")
+    if jobs * tasks > MAX_TASKS:
+        raise ValueError(f"jobs x tasks must be <= {MAX_TASKS}, got {jobs} x {tasks}")
+    if not 0 <= refresh_ns <= MAX_REFRESH_NS:
+        raise ValueError(f"refresh_ns must be in [0, {MAX_REFRESH_NS}], got {refresh_ns}")
+
+
+def check_placement_inputs(loads, decisions, choices) -> None:
+    """Kernel-level checks of :func:`place_power_of_d` (shared by both backends)."""
+    _check_integers(decisions=decisions, choices=choices)
+    if not isinstance(loads, np.ndarray) or loads.dtype != np.int64 or loads.ndim != 1 \
+            or not loads.flags.c_contiguous or not loads.flags.writeable:
+        raise TypeError("loads must be a writable, C-contiguous 1-D int64 numpy array")
+    n = loads.shape[0]
+    if not 1 <= choices <= n <= MAX_SERVERS or not 0 <= decisions <= MAX_DECISIONS:
+        raise ValueError(f"need 1 <= choices <= servers <= {MAX_SERVERS} and 0 <= decisions <= "
+                         f"{MAX_DECISIONS}, got choices={choices}, servers={n}, decisions={decisions}")
+    if loads.min() < 0 or loads.max() > 2**62 - decisions:
+        raise ValueError("loads must be >= 0 and leave room for the decisions in int64")
 
 
 def simulate_supermarket(servers: int, load: float, policy: int, choices: int, tasks: int,
@@ -257,10 +292,8 @@ def place_power_of_d(loads: np.ndarray, decisions: int, choices: int, seed: int)
     The balls-into-bins form of power-of-d: ``loads`` (int64, one per server) is updated
     in place; ties go to the first sampled server. Returns the final SplitMix64 state.
     """
+    check_placement_inputs(loads, decisions, choices)
     n = loads.shape[0]
-    if not 1 <= choices <= n <= MAX_SERVERS or decisions < 0:
-        raise ValueError(f"need 1 <= choices <= servers <= {MAX_SERVERS} and decisions >= 0, "
-                         f"got choices={choices}, servers={n}, decisions={decisions}")
     state = seed & _MASK
     perm = list(range(n))
     counts = loads.tolist()

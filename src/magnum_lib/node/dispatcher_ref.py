@@ -29,7 +29,54 @@ from collections import deque
 
 import numpy as np
 
+from magnum_lib.engine.kernel_args import int_array, int_scalar
+
 NO_HORIZON = 2**62  # "run until every request is done"
+# Kernel bounds (the public dispatch() checks tighter ones first). With arrivals and the
+# total work below 2^61 ns, a quantum below 2^60 ns and each cost below 2^58 ns, no time
+# the loop computes (a boundary <= 2^62, plus costs, plus work, plus a quantum) and no
+# work counter can overflow int64.
+MAX_KERNEL_TIME_NS = 2**61
+MAX_KERNEL_QUANTUM_NS = 2**60
+MAX_KERNEL_COST_NS = 2**58
+MAX_KERNEL_REQUESTS = 2**31
+MAX_KERNEL_QUEUE_SLOTS = 2**31  # requests x classes: the compiled loop's flat queue array
+MAX_KERNEL_DEVICES = 2**24
+
+
+def check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns,
+                        preempt, n_classes, horizon_ns, audit) -> tuple:
+    """Validate :func:`run_dispatch`'s arguments (both backends); return them normalized.
+
+    What the loop trusts: integer arrays of one length, arrivals sorted and >= 0, work
+    >= 1 ns, classes in ``[0, n_classes)`` (they index the queues), and times small
+    enough that no sum overflows int64 (see the ``MAX_KERNEL_*`` bounds).
+    """
+    arrival = int_array("arrival_ns", arrival_ns, None)
+    n = arrival.shape[0]
+    if n > MAX_KERNEL_REQUESTS:
+        raise ValueError(f"arrival_ns must hold at most {MAX_KERNEL_REQUESTS} requests, got {n}")
+    work = int_array("work_ns", work_ns, n)
+    prio = int_array("priority", priority, n)
+    devices = int_scalar("devices", devices, 1, MAX_KERNEL_DEVICES)
+    n_classes = int_scalar("n_classes", n_classes, 1, MAX_KERNEL_QUEUE_SLOTS // max(n, 1))
+    quantum_ns = int_scalar("quantum_ns", quantum_ns, 1, MAX_KERNEL_QUANTUM_NS)
+    pause_ns = int_scalar("pause_ns", pause_ns, 0, MAX_KERNEL_COST_NS)
+    resume_ns = int_scalar("resume_ns", resume_ns, 0, MAX_KERNEL_COST_NS)
+    horizon_ns = int_scalar("horizon_ns", horizon_ns, -1, NO_HORIZON)
+    for name, flag in (("preempt", preempt), ("audit", audit)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
+    if n:
+        if arrival[0] < 0 or arrival[-1] > MAX_KERNEL_TIME_NS or (np.diff(arrival) < 0).any():
+            raise ValueError(f"arrival_ns must be sorted and in [0, {MAX_KERNEL_TIME_NS}] ns")
+        if work.min() < 1 or work.sum(dtype=np.float64) > MAX_KERNEL_TIME_NS:
+            raise ValueError(f"work_ns must be >= 1 ns each and total at most {MAX_KERNEL_TIME_NS} ns")
+        if prio.min() < 0 or prio.max() >= n_classes:
+            raise ValueError(f"priority must lie in [0, n_classes={n_classes}), got values in "
+                             f"[{int(prio.min())}, {int(prio.max())}]")
+    return (arrival, work, prio, devices, quantum_ns, pause_ns, resume_ns, bool(preempt), n_classes,
+            horizon_ns, bool(audit))
 
 
 def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns,
@@ -53,7 +100,10 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
     dict of per-item arrays (``start_ns`` first start of useful work, ``finish_ns``,
     ``remaining_ns`` at the end, ``pauses``; -1 = never) and counters.
     """
-    arrival, work, prio = (np.asarray(a, dtype=np.int64).tolist() for a in (arrival_ns, work_ns, priority))
+    (arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns, preempt, n_classes,
+     horizon_ns, audit) = check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns,
+                                              resume_ns, preempt, n_classes, horizon_ns, audit)
+    arrival, work, prio = (a.tolist() for a in (arrival_ns, work_ns, priority))
     n, q = len(arrival), quantum_ns
     last_tick = (NO_HORIZON if horizon_ns < 0 else horizon_ns) // q * q
     remaining = list(work)     # work still needed (for a running item: as of run_from)

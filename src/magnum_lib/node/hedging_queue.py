@@ -41,6 +41,7 @@ __all__ = ["QueueHedgeResult", "simulate_hedging_queue", "run_pool"]
 _ARRIVE, _HEDGE, _DONE = 0, 1, 2  # event kinds, in the low 2 bits of the heap payload
 CANCEL_MODES = ("all", "queued", "none")
 MAX_QUEUE_REQUESTS = 1_000_000  # the Python event loop: about 10 s at this size
+MIN_LOAD = 1e-6  # below this the arrival gaps (and the run) are absurdly long
 
 
 def run_pool(arrival_ns, service_ns, server, hedge_ns: int, servers: int,
@@ -171,7 +172,7 @@ def simulate_hedging_queue(dist="exp", servers: int = 10, load: float = 0.5, req
     servers : int
         Pool size (>= 2: a copy must go to another server).
     load : float
-        Offered load per server without hedging, in (0, 1).
+        Offered load per server without hedging, in [MIN_LOAD, 1) = [1e-6, 1).
     requests : int
         Number of requests, 1 .. 10^6.
     hedge_at : str or float
@@ -191,6 +192,8 @@ def simulate_hedging_queue(dist="exp", servers: int = 10, load: float = 0.5, req
     load = check_positive("load", load)
     if load >= 1:
         raise ParameterError("load", f"must be in (0, 1), got {load:g}: the pool would be unstable")
+    if load < MIN_LOAD:  # gaps of mean / (load x servers) must stay inside int64 ns
+        raise ParameterError("load", f"must be >= {MIN_LOAD:g}, got {load:g}")
     requests = check_int("requests", requests, 1, MAX_QUEUE_REQUESTS)
     seed = check_int("seed", seed, 0)
     cancel = check_choice("cancel", cancel, CANCEL_MODES)

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from magnum_lib.engine.distributions import NS_PER_S, to_ns
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, excerpt
 from magnum_lib.hardware import UnknownAcceleratorError, cost_matrix, default_catalog
 from magnum_lib.units import parse_duration
 
@@ -47,6 +47,7 @@ __all__ = ["POLICIES", "RequestStream", "make_stream", "request_stream", "node_d
            "compare_policies", "PlacementResult", "TypeStats"]
 
 POLICIES = ("cheapest_meeting_sla", "fastest_first", "random")
+MAX_DEVICES = 100_000  # devices on one simulated node pool (a list of keys is built)
 
 
 # ---------------------------------------------------------------------------
@@ -61,11 +62,14 @@ def node_devices(devices, catalog=None) -> tuple[str, ...]:
     """
     cat = catalog or default_catalog()
     if isinstance(devices, Mapping):
-        items = [(name, check_int(f"devices[{name!r}]", count, 0)) for name, count in devices.items()]
+        items = [(name, check_int(f"devices[{excerpt(name)}]", count, 0, MAX_DEVICES))
+                 for name, count in devices.items()]
     elif isinstance(devices, str) or not hasattr(devices, "__iter__"):
         raise ParameterError("devices", f"must be a mapping type -> count or a list of types, got {devices!r}")
     else:
         items = [(name, 1) for name in devices]
+    if sum(count for _, count in items) > MAX_DEVICES:  # checked before the list is built
+        raise ParameterError("devices", f"must total at most {MAX_DEVICES} devices")
     keys = []
     for name, count in items:
         try:

@@ -38,6 +38,7 @@ BACKEND = "compiled" if _impl.__name__ == _MODULES["compiled"] else "python"
 #: of 1/16 of it, so the producer can fill one batch while the consumer drains another.
 DEFAULT_CAPACITY = 2**18
 DEFAULT_BATCH = 2**14
+MAX_ITEMS = 10**10  # items per transfer: about 100 s at the compiled ring's speed
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def transfer(items: int, capacity: int = DEFAULT_CAPACITY, batch: int | None = N
     Parameters
     ----------
     items : int
-        How many integers to move (>= 1).
+        How many integers to move, 1 .. MAX_ITEMS (10^10).
     capacity : int
         Ring slots, a power of two in ``[1, MAX_CAPACITY]``.
     batch : int or None
@@ -145,7 +146,7 @@ def transfer(items: int, capacity: int = DEFAULT_CAPACITY, batch: int | None = N
     -------
     TransferResult
     """
-    items = check_int("items", items, 1)
+    items = check_int("items", items, 1, MAX_ITEMS)
     capacity = check_capacity(capacity)
     batch = min(DEFAULT_BATCH, capacity) if batch is None else check_int("batch", batch, 1)
     if batch > capacity:

@@ -207,7 +207,9 @@ def _wait(move, view, deadline: float) -> int:
 
 def produce_range(ring: RingBuffer, n: int, batch: int, timeout=None) -> int:
     """Producer thread body: push the integers ``0 .. n-1`` in batches; return how many went in."""
-    n, batch = check_int("n", n, 0), check_int("batch", batch, 1)
+    if not isinstance(ring, RingBuffer):
+        raise TypeError(f"ring must be a RingBuffer, got {type(ring).__name__}")
+    n, batch = check_int("n", n, 0, 2**62), check_int("batch", batch, 1, MAX_CAPACITY)
     deadline = deadline_after(timeout)
     chunk = memoryview(bytearray(8 * batch)).cast("q")
     done = 0
@@ -229,7 +231,9 @@ def consume_range(ring: RingBuffer, n: int, batch: int, timeout=None) -> tuple[i
     ``i`` for every one of them (nothing lost, duplicated or reordered) and their sum
     modulo 2**64.
     """
-    n, batch = check_int("n", n, 0), check_int("batch", batch, 1)
+    if not isinstance(ring, RingBuffer):
+        raise TypeError(f"ring must be a RingBuffer, got {type(ring).__name__}")
+    n, batch = check_int("n", n, 0, 2**62), check_int("batch", batch, 1, MAX_CAPACITY)
     deadline = deadline_after(timeout)
     chunk = memoryview(bytearray(8 * batch)).cast("q")
     received, in_order, checksum = 0, True, 0

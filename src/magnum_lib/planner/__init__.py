@@ -1,5 +1,9 @@
 """Layer 1, the global "Oracle" planner: the article's cost function, exact assignment,
 min-cost flow over equivalence classes, an LP lower bound, and soft placement hints.
 
-Import from the submodules, e.g. ``from magnum_lib.planner.assignment import linear_sum_assignment``.
+``linear_sum_assignment`` (a drop-in for SciPy's) is exported here; import the rest from
+the submodules, e.g. ``from magnum_lib.planner.flow import ...``.
 """
+from magnum_lib.planner.assignment import linear_sum_assignment
+
+__all__ = ["linear_sum_assignment"]

@@ -10,7 +10,7 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport float64_t, intp_t
-from magnum_lib.planner.assignment_ref import infeasible, solve_with
+from magnum_lib.planner.assignment_ref import check_prepared, infeasible, solve_with
 
 
 cdef intp_t solve_sap(const float64_t[:, ::1] cost, float64_t[::1] u, float64_t[::1] v,
@@ -30,7 +30,7 @@ cdef intp_t solve_sap(const float64_t[:, ::1] cost, float64_t[::1] u, float64_t[
         # Dijkstra over reduced costs from new_row (dist, pred as in the reference).
         for j in range(n_cols):
             dist[j] = INFINITY
-            todo[j] = j
+            todo[j] = n_cols - 1 - j  # reverse order, as in SciPy (see the reference)
         n_todo = n_cols
         i = new_row
         min_val = 0.0
@@ -82,15 +82,16 @@ cdef intp_t solve_sap(const float64_t[:, ::1] cost, float64_t[::1] u, float64_t[
     return -1
 
 
-def shortest_augmenting_paths(const float64_t[:, ::1] cost, bint return_steps=False):
+def shortest_augmenting_paths(cost_matrix, bint return_steps=False):
     """Solve a prepared ``r x c`` problem (``r <= c``, float64, no NaN, no -inf).
 
     Returns ``(col4row, u, v)`` (and ``steps`` when ``return_steps``) exactly as
-    :func:`magnum_lib.planner.assignment_ref.shortest_augmenting_paths`.
+    :func:`magnum_lib.planner.assignment_ref.shortest_augmenting_paths`, after the same
+    ``check_prepared`` (a NaN or -inf would let the scan pick no column).
     """
+    check_prepared(cost_matrix)
+    cdef const float64_t[:, ::1] cost = np.ascontiguousarray(cost_matrix)
     cdef intp_t n_rows = cost.shape[0], n_cols = cost.shape[1]
-    if n_rows > n_cols:
-        raise ValueError(f"cost must have rows <= columns, got shape {(n_rows, n_cols)}")
     u = np.zeros(n_rows, dtype=np.float64)
     v = np.zeros(n_cols, dtype=np.float64)
     col4row = np.full(n_rows, -1, dtype=np.intp)

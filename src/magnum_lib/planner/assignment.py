@@ -23,8 +23,9 @@ def linear_sum_assignment(cost_matrix, maximize: bool = False):
     Parameters
     ----------
     cost_matrix : array_like, shape (n, m)
-        Costs in any unit. Anything that casts safely to float64 (bool, int, float) or
-        numeric strings. ``+inf`` forbids a pair when minimizing, ``-inf`` when maximizing.
+        Costs in any unit. An array whose dtype casts safely to float64 (bool, int,
+        float up to 64 bits), or nested lists of numbers (numeric strings in a list parse,
+        as in SciPy). ``+inf`` forbids a pair when minimizing, ``-inf`` when maximizing.
     maximize : bool, default False
         Maximize the total instead of minimizing it.
 
@@ -37,10 +38,16 @@ def linear_sum_assignment(cost_matrix, maximize: bool = False):
     Raises
     ------
     ValueError
-        Not 2-D; NaN; ``-inf`` when minimizing or ``+inf`` when maximizing; no complete
-        assignment of finite cost ("cost_matrix is infeasible"); non-numeric strings.
+        Not 2-D ("expected a matrix"); NaN, ``-inf`` when minimizing or ``+inf`` when
+        maximizing ("contains invalid numeric entries"); no complete assignment of finite
+        cost ("cost matrix is infeasible"); non-numeric strings in a list. The quoted
+        words are SciPy's, so code that matches SciPy's messages keeps working.
     TypeError
-        A dtype that does not cast safely to float64 (complex, object, datetime, ...).
+        An array whose dtype does not cast safely to float64 (strings, complex, object,
+        datetime, longdouble): "Cannot cast array data ...", as in SciPy.
+
+    Ties are broken as SciPy breaks them (a constant matrix gets the identity, SciPy
+    issue 11602): SciPy's own test file passes against this function (tests/test_planner_scipy_suite.py).
 
     Examples
     --------

@@ -27,17 +27,43 @@ import math
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.engine.errors import ParameterError, excerpt
 
 INF = math.inf
+
+
+def as_cost_array(cost_matrix) -> np.ndarray:
+    """``cost_matrix`` as a 2-D float64 array, converted exactly as SciPy converts it.
+
+    An ndarray (or subclass such as ``numpy.matrix``) must have a dtype that casts safely
+    to float64 (bool, integers, float16/32/64): anything else, strings included, is a
+    TypeError with numpy's "Cannot cast array data" wording, as in SciPy. Nested Python
+    sequences convert element by element as ``float()`` does, so ``[["1.5", "2"]]``
+    parses, ``"a"`` is a ValueError and ``None`` becomes NaN (then refused).
+    """
+    if isinstance(cost_matrix, np.ndarray):
+        a = cost_matrix
+    else:
+        a = np.asarray(cost_matrix)
+        if a.dtype.kind in "USO":  # Python strings or objects: element-wise float()
+            a = np.asarray(cost_matrix, dtype=np.float64)
+    if a.ndim != 2:
+        raise ParameterError(
+            "cost_matrix", f"must be 2-D: expected a matrix (2-D array), got a {a.ndim}-D array "
+                           f"of shape {excerpt(a.shape)}")
+    if not np.can_cast(a.dtype, np.float64, casting="safe"):
+        raise TypeError(f"Cannot cast array data from {a.dtype!r} to dtype('float64') according to "
+                        "the rule 'safe': cost_matrix must hold real numbers (bool, integers, or "
+                        "floats of at most 64 bits)")
+    return np.asarray(a, dtype=np.float64)
 
 
 def prepare(cost_matrix, maximize: bool = False) -> tuple[np.ndarray, bool]:
     """Validate ``cost_matrix`` and put it in the form the solvers take.
 
-    Accepts what ``scipy.optimize.linear_sum_assignment`` accepts: any 2-D array-like
-    whose dtype casts safely to float64 (bool, integers, float16/32/64) or strings of
-    numbers. ``+inf`` marks a forbidden pair when minimizing, ``-inf`` when maximizing.
+    Accepts what ``scipy.optimize.linear_sum_assignment`` accepts (see
+    :func:`as_cost_array`). ``+inf`` marks a forbidden pair when minimizing, ``-inf``
+    when maximizing.
 
     Returns
     -------
@@ -49,21 +75,13 @@ def prepare(cost_matrix, maximize: bool = False) -> tuple[np.ndarray, bool]:
     Raises
     ------
     ValueError
-        Not 2-D; NaN; ``-inf`` when minimizing or ``+inf`` when maximizing; strings
-        that are not numbers.
+        Not 2-D; NaN; ``-inf`` when minimizing or ``+inf`` when maximizing; Python
+        strings that are not numbers.
     TypeError
-        A dtype that does not cast safely to float64 (complex, object, datetime, ...).
+        An array whose dtype does not cast safely to float64 (strings, complex, object,
+        datetime, longdouble, ...).
     """
-    a = np.asarray(cost_matrix)
-    if a.ndim != 2:
-        raise ParameterError(
-            "cost_matrix", f"must be a matrix (2-D array), got a {a.ndim}-D array of shape {a.shape}")
-    if a.dtype.kind in "US":
-        a = a.astype(np.float64)  # "1.5" parses, "a" raises ValueError, as in SciPy
-    elif not np.can_cast(a.dtype, np.float64, casting="safe"):
-        raise TypeError(f"cost_matrix must hold real numbers that cast safely to float64 "
-                        f"(bool, int, float), got dtype {a.dtype}")
-    a = np.asarray(a, dtype=np.float64)
+    a = as_cost_array(cost_matrix)
     if maximize:
         a = -a  # maximizing c is minimizing -c
     lowest = a.min() if a.size else 0.0  # one pass: NaN propagates, -inf is the least
@@ -81,10 +99,25 @@ def prepare(cost_matrix, maximize: bool = False) -> tuple[np.ndarray, bool]:
     return np.ascontiguousarray(a), transposed
 
 
+def check_prepared(cost) -> None:
+    """What the solvers trust, checked: a 2-D float64 array with rows <= columns whose
+    entries are finite or ``+inf`` (no NaN, no ``-inf``, which would break Dijkstra)."""
+    if not isinstance(cost, np.ndarray) or cost.dtype != np.float64 or cost.ndim != 2:
+        raise TypeError(f"cost must be a 2-D float64 numpy array (see prepare()), got "
+                        f"{getattr(cost, 'dtype', type(cost).__name__)} {getattr(cost, 'shape', '')}")
+    if cost.shape[0] > cost.shape[1]:
+        raise ValueError(f"cost must have rows <= columns, got shape {cost.shape}")
+    if cost.size:
+        lowest = cost.min()
+        if np.isnan(lowest) or lowest == -INF:
+            raise ValueError("cost must hold finite numbers or +inf (no NaN, no -inf); use prepare()")
+
+
 def infeasible(row: int) -> ParameterError:
     """The error for a row whose every completion meets an infinite (forbidden) entry."""
-    return ParameterError("cost_matrix", f"is infeasible: no complete assignment of finite "
-                          f"cost exists (found while adding row {row} of the solved matrix, "
+    # "cost matrix is infeasible" is SciPy's wording, which callers (and its tests) match.
+    return ParameterError("cost_matrix", f"has no complete assignment of finite cost: cost matrix "
+                          f"is infeasible (found while adding row {row} of the solved matrix, "
                           "after transposing if rows > columns)")
 
 
@@ -106,9 +139,8 @@ def shortest_augmenting_paths(cost: np.ndarray, return_steps: bool = False):
     ValueError
         When no complete assignment of finite cost exists.
     """
+    check_prepared(cost)
     n_rows, n_cols = cost.shape
-    if n_rows > n_cols:
-        raise ValueError(f"cost must have rows <= columns, got shape {cost.shape}")
     rows = cost.tolist()  # Python floats: the same IEEE doubles, faster to index
     u = [0.0] * n_rows
     v = [0.0] * n_cols
@@ -120,9 +152,10 @@ def shortest_augmenting_paths(cost: np.ndarray, return_steps: bool = False):
         # pred[j]: the row that path arrives from.
         dist = [INF] * n_cols
         pred = [-1] * n_cols
-        # Columns still to scan are todo[:n_todo]. Starting each row in memory order
-        # keeps the compiled scan cache-friendly.
-        todo = list(range(n_cols))
+        # Columns still to scan are todo[:n_todo]. They start in reverse order, as in
+        # SciPy: with the swap-removal below, a constant matrix then gets the identity
+        # (SciPy issue 11602), and ties everywhere break the way SciPy breaks them.
+        todo = list(range(n_cols - 1, -1, -1))
         n_todo = n_cols
         i, min_val = new_row, 0.0
         while True:

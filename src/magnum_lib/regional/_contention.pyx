@@ -3,14 +3,30 @@
 from magnum_lib._typedefs cimport intp_t
 from libc.stdint cimport int64_t, int32_t
 
+from magnum_lib.regional.kernel_checks import check_contention_inputs
 
-def contention_batch(const int32_t[::1] view_occ, const int64_t[::1] feas, intp_t ll_node,
-                     intp_t S, int policy, const double[::1] p_stale, const double[:, ::1] u_stale,
-                     const int32_t[:, ::1] redraw_occ, const int32_t[:, ::1] pick1,
-                     const int32_t[:, ::1] pick2, const int32_t[:, ::1] new_prio,
-                     const int32_t[:, :, ::1] old_prio, int64_t[::1] t_node, int32_t[::1] t_occ,
-                     int32_t[::1] t_prio):
-    """Run the trials; return (conflicted trials, refused, preemptions, accepted)."""
+
+def contention_batch(view_occ_a, feas_a, ll_node_, S_, policy_, p_stale_a, u_stale_a, redraw_occ_a,
+                     pick1_a, pick2_a, new_prio_a, old_prio_a, t_node_a, t_occ_a, t_prio_a):
+    """Run the trials; return (conflicted trials, refused, preemptions, accepted).
+
+    ``kernel_checks.check_contention_inputs`` runs first (picks index ``feas``, which
+    indexes the nodes; occupancies index the priority rows).
+    """
+    ll_node_, S_, policy_ = check_contention_inputs(
+        view_occ_a, feas_a, ll_node_, S_, policy_, p_stale_a, u_stale_a, redraw_occ_a, pick1_a, pick2_a,
+        new_prio_a, old_prio_a, t_node_a, t_occ_a, t_prio_a)
+    cdef const int32_t[::1] view_occ = view_occ_a
+    cdef const int64_t[::1] feas = feas_a
+    cdef intp_t ll_node = ll_node_, S = S_
+    cdef int policy = policy_
+    cdef const double[::1] p_stale = p_stale_a
+    cdef const double[:, ::1] u_stale = u_stale_a
+    cdef const int32_t[:, ::1] redraw_occ = redraw_occ_a, pick1 = pick1_a, pick2 = pick2_a
+    cdef const int32_t[:, ::1] new_prio = new_prio_a
+    cdef const int32_t[:, :, ::1] old_prio = old_prio_a
+    cdef int64_t[::1] t_node = t_node_a
+    cdef int32_t[::1] t_occ = t_occ_a, t_prio = t_prio_a
     cdef intp_t B = pick1.shape[0], C = pick1.shape[1], F = feas.shape[0]
     cdef bint use_prio = old_prio.shape[2] > 0, conflict
     cdef intp_t t, j, k, q, low, node, other, n_touched, occ

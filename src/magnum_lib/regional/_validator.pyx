@@ -1,11 +1,22 @@
 """Compiled node-side lease validator and batch placement.
 
 Same signatures and results as :mod:`magnum_lib.regional.validator_ref` (read that for the
-row layouts). Inputs are validated once by :mod:`magnum_lib.regional.validator` and
-:mod:`magnum_lib.regional.scheduler`; the ``nogil`` cores trust them.
+row layouts). Every ``def`` checks its arguments as :mod:`magnum_lib.regional.kernel_checks`
+does (here in C, so the checks cost microseconds) before the ``nogil`` cores, which trust them.
 """
+import numpy as np
+
 from magnum_lib._typedefs cimport time_ns, intp_t
-from libc.stdint cimport int64_t, int32_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t
+
+from magnum_lib.regional.kernel_checks import check_place_shapes, check_validate_shapes, problem
+
+from magnum_lib.regional import kernel_checks as _checks
+
+cdef enum:
+    MAX_IC = 4096
+    MAX_SLOTS = 63
+assert (MAX_IC, MAX_SLOTS) == (_checks.MAX_IC, _checks.MAX_SLOTS)
 
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
@@ -122,13 +133,153 @@ cdef intp_t validate_core(const int64_t[:, ::1] leases, int64_t[:, ::1] nodes,
     return n_pre
 
 
-def validate_batch(const int64_t[:, ::1] leases, int64_t[:, ::1] nodes, const uint8_t[::1] ic_ok,
-                   intp_t n_ic, int64_t[:, ::1] slots, intp_t K, time_ns now, bint preempt,
-                   int64_t[:, ::1] out, int64_t[:, ::1] pre):
-    """Validate leases in order against the true node state; return the preempted-job count."""
-    cdef intp_t n
+cdef int validate_contents_problem(const int64_t[:, ::1] leases, const int64_t[:, ::1] nodes,
+                                   intp_t n_ic, const int64_t[:, ::1] slots, intp_t K,
+                                   intp_t pre_rows, uint8_t[::1] seen) noexcept nogil:
+    # kernel_checks.validate_contents_problem in C (same checks, same codes), each named
+    # node once (``seen``, zeroed scratch of one byte per node): O(leases + nodes named x K),
+    # so a round of 1,000 leases is checked in microseconds.
+    cdef intp_t n_nodes = nodes.shape[0], n_leases = leases.shape[0], r, i, s, base
+    cdef int64_t occ, count, held, free, running = 0, need
+    cdef int64_t full = <int64_t>(((<uint64_t>1) << K) - 1)  # the K low bits (unsigned: K may be 63)
+    for r in range(n_leases):
+        if leases[r, L_COUNT] < 1:
+            return 1
+        if leases[r, L_IC] >= n_ic:
+            return 2
+    for r in range(n_leases):
+        i = leases[r, L_NODE]
+        if i < 0 or i >= n_nodes or seen[i]:
+            continue  # out of range: refused as an unknown node, never read
+        seen[i] = 1
+        if nodes[i, N_IC] < 0 or nodes[i, N_IC] >= n_ic:
+            return 3
+        occ = nodes[i, N_OCC]
+        base = i * K
+        held = 0
+        for s in range(K):
+            if slots[base + s, S_JOB] >= 0:
+                count = slots[base + s, S_COUNT]
+                if count < 1 or count > K:
+                    return 4
+                held += count
+                running += 1
+                if not (occ >> s) & 1:
+                    return 5
+            elif (occ >> s) & 1:
+                return 5
+        if occ & ~full:
+            return 5
+        free = nodes[i, N_FREE]
+        if free < 0 or free + held > K:
+            return 6
+    need = running + n_leases
+    if n_leases * K < need:
+        need = n_leases * K
+    if pre_rows < need:
+        return 7
+    return 0
+
+
+cdef int place_contents_problem(const int64_t[::1] view_free, const int64_t[:, ::1] nodes, intp_t n_ic,
+                                const int64_t[:, ::1] requests, int policy,
+                                const int32_t[:, ::1] draws) noexcept nogil:
+    # kernel_checks.place_contents_problem in C (same checks, same codes).
+    cdef intp_t n_nodes = view_free.shape[0], n_req = requests.shape[0], r, t, i
+    for i in range(n_nodes):
+        if nodes[i, N_IC] < 0 or nodes[i, N_IC] >= n_ic:
+            return 3
+    for r in range(n_req):
+        if requests[r, 1] < 0:
+            return 8
+        if requests[r, 3] >= n_ic:
+            return 9
+    if policy != 1:
+        for r in range(n_req if draws.shape[1] else 0):
+            for t in range(draws.shape[1]):
+                i = draws[r, t]
+                if i < 0 or i >= n_nodes:
+                    return 10
+    return 0
+
+
+cdef inline bint _apart(const void* a, Py_ssize_t na, const void* b, Py_ssize_t nb) noexcept nogil:
+    # True when the byte ranges [a, a + na) and [b, b + nb) do not overlap.
+    if na == 0 or nb == 0:
+        return True
+    return <const char*>a + na <= <const char*>b or <const char*>b + nb <= <const char*>a
+
+
+cdef inline const void* _p2(const int64_t[:, ::1] x) noexcept nogil:
+    return <const void*>&x[0, 0] if x.shape[0] and x.shape[1] else NULL
+
+
+cdef inline Py_ssize_t _n2(const int64_t[:, ::1] x) noexcept nogil:
+    return x.shape[0] * x.shape[1] * 8
+
+
+cdef bint _validate_shapes_ok(const int64_t[:, ::1] leases, const int64_t[:, ::1] nodes,
+                              const uint8_t[::1] ic_ok, intp_t n_ic, const int64_t[:, ::1] slots, intp_t K,
+                              const int64_t[:, ::1] out, const int64_t[:, ::1] pre) noexcept nogil:
+    # kernel_checks.check_validate_shapes's conditions, in C (no Python overhead per call).
+    cdef const void* ptrs[6]
+    cdef Py_ssize_t sizes[6]
+    cdef int a, b
+    if leases.shape[1] < 8 or nodes.shape[1] < 6 or slots.shape[1] < 6 or out.shape[1] < 2 \
+            or pre.shape[1] < 5 or not 1 <= n_ic <= MAX_IC or not 1 <= K <= MAX_SLOTS \
+            or slots.shape[0] != nodes.shape[0] * K or out.shape[0] < leases.shape[0] \
+            or ic_ok.shape[0] != n_ic * n_ic:
+        return False
+    ptrs[0], sizes[0] = _p2(nodes), _n2(nodes)  # the four outputs first, then the inputs
+    ptrs[1], sizes[1] = _p2(slots), _n2(slots)
+    ptrs[2], sizes[2] = _p2(out), _n2(out)
+    ptrs[3], sizes[3] = _p2(pre), _n2(pre)
+    ptrs[4], sizes[4] = _p2(leases), _n2(leases)
+    ptrs[5], sizes[5] = (<const void*>&ic_ok[0] if ic_ok.shape[0] else NULL), ic_ok.shape[0]
+    for a in range(4):
+        for b in range(a + 1, 6):
+            if not _apart(ptrs[a], sizes[a], ptrs[b], sizes[b]):
+                return False
+    return True
+
+
+def validate_batch(leases_a, nodes_a, ic_ok_a, n_ic_, slots_a, K_, now_, preempt, out_a, pre_a):
+    """Validate leases in order against the true node state; return the preempted-job count.
+
+    Checked first, exactly as ``kernel_checks.check_validate_inputs`` checks (types,
+    shapes and aliasing, then the contents, both in C here; on a failure the Python
+    check runs to raise its message): the nogil core indexes ``ic_ok``, the slots and
+    ``pre`` by values held in the arrays.
+    """
+    cdef const int64_t[:, ::1] leases
+    cdef int64_t[:, ::1] nodes, slots, out, pre
+    cdef const uint8_t[::1] ic_ok
+    cdef intp_t n_ic, K, n = 0
+    cdef time_ns now
+    cdef bint pre_flag = preempt, ok = False
+    cdef int code
+    if type(n_ic_) is not int or type(K_) is not int or type(now_) is not int:  # numpy ints, or wrong
+        n_ic_, K_, now_ = check_validate_shapes(leases_a, nodes_a, ic_ok_a, n_ic_, slots_a, K_, now_,
+                                                preempt, out_a, pre_a)
+    if leases_a is not None and nodes_a is not None and ic_ok_a is not None and slots_a is not None \
+            and out_a is not None and pre_a is not None:
+        try:
+            leases, nodes, ic_ok, slots, out, pre = leases_a, nodes_a, ic_ok_a, slots_a, out_a, pre_a
+            n_ic, K, now = n_ic_, K_, now_
+            ok = _validate_shapes_ok(leases, nodes, ic_ok, n_ic, slots, K, out, pre)
+        except (TypeError, ValueError, OverflowError, BufferError):
+            ok = False
+    if not ok:
+        check_validate_shapes(leases_a, nodes_a, ic_ok_a, n_ic_, slots_a, K_, now_, preempt, out_a, pre_a)
+        raise ValueError("validate_batch: inconsistent arguments")  # the line above names the problem
+    seen_a = np.zeros(nodes.shape[0], dtype=np.uint8)
+    cdef uint8_t[::1] seen = seen_a
     with nogil:
-        n = validate_core(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre)
+        code = validate_contents_problem(leases, nodes, n_ic, slots, K, pre.shape[0], seen)
+        if code == 0:
+            n = validate_core(leases, nodes, ic_ok, n_ic, slots, K, now, pre_flag, out, pre)
+    if code:
+        raise problem(code)
     return n
 
 
@@ -191,11 +342,66 @@ cdef intp_t place_core(int64_t[::1] view_free, const int64_t[:, ::1] nodes,
     return placed
 
 
-def place_batch(int64_t[::1] view_free, const int64_t[:, ::1] nodes, const uint8_t[::1] ic_ok,
-                intp_t n_ic, const int64_t[:, ::1] requests, int policy,
-                const int32_t[:, ::1] draws, const int64_t[:, ::1] hints, int64_t[::1] out_node):
-    """Place requests from a view with a policy (0 random, 1 least-loaded, 2 two-choices, 3 hints)."""
-    cdef intp_t n
+cdef bint _place_shapes_ok(const int64_t[::1] view_free, const int64_t[:, ::1] nodes,
+                           const uint8_t[::1] ic_ok, intp_t n_ic, const int64_t[:, ::1] requests, int policy,
+                           const int32_t[:, ::1] draws, const int64_t[:, ::1] hints,
+                           const int64_t[::1] out_node) noexcept nogil:
+    # kernel_checks.check_place_shapes's conditions, in C.
+    cdef intp_t n_req = requests.shape[0]
+    cdef const void* vf = <const void*>&view_free[0] if view_free.shape[0] else NULL
+    cdef const void* on = <const void*>&out_node[0] if out_node.shape[0] else NULL
+    cdef Py_ssize_t nvf = view_free.shape[0] * 8, non = out_node.shape[0] * 8
+    cdef const void* dr = <const void*>&draws[0, 0] if draws.shape[0] and draws.shape[1] else NULL
+    cdef Py_ssize_t ndr = draws.shape[0] * draws.shape[1] * 4
+    cdef const void* ic = <const void*>&ic_ok[0] if ic_ok.shape[0] else NULL
+    if nodes.shape[1] < 6 or requests.shape[1] < 4 or not 1 <= n_ic <= MAX_IC or not 0 <= policy <= 3 \
+            or nodes.shape[0] != view_free.shape[0] or out_node.shape[0] < n_req \
+            or (policy != 1 and draws.shape[1] and draws.shape[0] < n_req) \
+            or (policy == 3 and hints.shape[1] and hints.shape[0] < n_req) \
+            or ic_ok.shape[0] != n_ic * n_ic:
+        return False
+    return (_apart(vf, nvf, on, non) and _apart(vf, nvf, _p2(nodes), _n2(nodes))
+            and _apart(on, non, _p2(nodes), _n2(nodes)) and _apart(vf, nvf, ic, ic_ok.shape[0])
+            and _apart(on, non, ic, ic_ok.shape[0]) and _apart(vf, nvf, _p2(requests), _n2(requests))
+            and _apart(on, non, _p2(requests), _n2(requests)) and _apart(vf, nvf, dr, ndr)
+            and _apart(on, non, dr, ndr) and _apart(vf, nvf, _p2(hints), _n2(hints))
+            and _apart(on, non, _p2(hints), _n2(hints)))
+
+
+def place_batch(view_free_a, nodes_a, ic_ok_a, n_ic_, requests_a, policy_, draws_a, hints_a, out_node_a):
+    """Place requests from a view with a policy (0 random, 1 least-loaded, 2 two-choices, 3 hints).
+
+    Checked first, exactly as ``kernel_checks.check_place_inputs`` checks (in C here; on
+    a failure the Python check runs to raise its message): draws and interconnect codes
+    index the arrays.
+    """
+    cdef int64_t[::1] view_free, out_node
+    cdef const int64_t[:, ::1] nodes, requests, hints
+    cdef const uint8_t[::1] ic_ok
+    cdef const int32_t[:, ::1] draws
+    cdef intp_t n_ic, n = 0
+    cdef int policy, code
+    cdef bint ok = False
+    if type(n_ic_) is not int or type(policy_) is not int:  # numpy ints, or wrong
+        n_ic_, policy_ = check_place_shapes(view_free_a, nodes_a, ic_ok_a, n_ic_, requests_a, policy_, draws_a,
+                                            hints_a, out_node_a)
+    if view_free_a is not None and nodes_a is not None and ic_ok_a is not None and requests_a is not None \
+            and draws_a is not None and hints_a is not None and out_node_a is not None:
+        try:
+            view_free, nodes, ic_ok, requests, draws, hints, out_node = (
+                view_free_a, nodes_a, ic_ok_a, requests_a, draws_a, hints_a, out_node_a)
+            n_ic, policy = n_ic_, policy_
+            ok = _place_shapes_ok(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, out_node)
+        except (TypeError, ValueError, OverflowError, BufferError):
+            ok = False
+    if not ok:
+        check_place_shapes(view_free_a, nodes_a, ic_ok_a, n_ic_, requests_a, policy_, draws_a, hints_a,
+                           out_node_a)
+        raise ValueError("place_batch: inconsistent arguments")  # the line above names the problem
     with nogil:
-        n = place_core(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, out_node)
+        code = place_contents_problem(view_free, nodes, n_ic, requests, policy, draws)
+        if code == 0:
+            n = place_core(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, out_node)
+    if code:
+        raise problem(code)
     return n

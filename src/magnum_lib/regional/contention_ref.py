@@ -7,6 +7,8 @@ backends agree exactly.
 """
 from __future__ import annotations
 
+from magnum_lib.regional.kernel_checks import check_contention_inputs
+
 
 def contention_batch(view_occ, feas, ll_node, S, policy, p_stale, u_stale, redraw_occ,
                      pick1, pick2, new_prio, old_prio, t_node, t_occ, t_prio):
@@ -35,6 +37,9 @@ def contention_batch(view_occ, feas, ll_node, S, policy, p_stale, u_stale, redra
         A full node preempts its lowest-priority job if strictly below the new one.
     t_node, t_occ, t_prio : scratch (C, C, C*S).
     """
+    ll_node, S, policy = check_contention_inputs(view_occ, feas, ll_node, S, policy, p_stale, u_stale,
+                                                 redraw_occ, pick1, pick2, new_prio, old_prio, t_node,
+                                                 t_occ, t_prio)
     B, C = pick1.shape
     F = len(feas)
     use_prio = old_prio.shape[2] > 0

@@ -21,6 +21,8 @@ contiguous record (one or two cache lines in the compiled kernel):
 """
 from __future__ import annotations
 
+from magnum_lib.regional.kernel_checks import check_place_inputs, check_validate_inputs
+
 L_NODE, L_TYPE, L_COUNT, L_MEM, L_IC, L_EXPIRY, L_PRIO, L_JOB = range(8)
 N_TYPE, N_IC, N_MEM, N_FREE, N_MINPRIO, N_OCC = range(6)
 NODE_COLS = 8
@@ -50,6 +52,7 @@ def validate_batch(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre)
     ``pre[p]`` = (job index, start ns, index of the lease that displaced it, devices,
     memory per device). ``pre`` must hold the running jobs plus ``R`` rows.
     """
+    n_ic, K, now = check_validate_inputs(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre)
     n_nodes = len(nodes)
     n_pre = 0
     for r in range(len(leases)):
@@ -138,6 +141,7 @@ def place_batch(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, o
     it subtracts what it places (it knows its own decisions). ``out_node[r]`` is -1 when
     no node in the view fits.
     """
+    n_ic, policy = check_place_inputs(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, out_node)
     n_nodes = len(view_free)
     n_draws = draws.shape[1]
     placed = 0
