@@ -105,11 +105,13 @@ KERNEL_TESTS := tests/test_engine_heap.py tests/test_engine_queue.py tests/test_
 	tests/test_gossip_bloom.py tests/test_planner_assignment.py tests/test_regional_validator.py \
 	tests/test_regional_contention.py tests/test_graph_packing.py tests/test_graph_packing_simple.py \
 	tests/test_gossip_kernels.py tests/test_teaching_forms.py tests/test_regional_checkpoint_time.py \
-	tests/test_cli_fuzz.py
+	tests/test_cli_fuzz.py tests/test_kernel_boundaries.py tests/test_graph_packing_bounds.py \
+	tests/test_planner_scipy_suite.py tests/test_sim_core.py tests/test_sim_reductions.py
 
 test-debug: $(STAMP)
 	@MAGNUM_CYTHON_DEBUG=1 $(MAKE) --no-print-directory build
-	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
+	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider \
+		-W error::pytest.PytestUnraisableExceptionWarning $(KERNEL_TESTS); \
 	status=$$?; \
 	$(MAKE) --no-print-directory build; \
 	exit $$status

@@ -27,6 +27,9 @@ directives = {
     "initializedcheck": DEBUG,
     "cdivision": True,
     "embedsignature": True,
+    # With bounds checks on (debug), Cython hints "use boundscheck(False)" at every
+    # memoryview index: that is the point of the debug build, so the hints are noise there.
+    "show_performance_hints": not DEBUG,
 }
 
 
