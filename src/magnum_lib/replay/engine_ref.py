@@ -209,9 +209,9 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
                     raise PolicyError(name, f"left {len(waiting)} job(s) waiting on an idle cluster "
                                             f"round after round (first: job {min(waiting)})")
         busy = (int((1000 - st.free).sum()) / 1000.0)
-        if util_t and util_t[-1] == t:
+        if util_t and util_t[-1] == t:     # (cannot happen: one call per instant)
             util_busy[-1] = busy
-        else:
+        elif not util_busy or util_busy[-1] != busy:   # the step function's change points
             util_t.append(t)
             util_busy.append(busy)
     return dict(first_start=st.first_start, finish=st.finish, preemptions=st.preemptions,

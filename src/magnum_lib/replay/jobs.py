@@ -74,7 +74,11 @@ class ReplayJobs:
 
     def subset(self, index) -> "ReplayJobs":
         """The jobs at ``index`` (a boolean mask or sorted indices), renumbered 0..k-1."""
-        idx = np.flatnonzero(index) if np.asarray(index).dtype == bool else np.asarray(index)
+        if isinstance(index, slice):
+            idx = np.arange(len(self))[index]
+        else:
+            arr = np.asarray(index)
+            idx = np.flatnonzero(arr) if arr.dtype == bool else arr.astype(np.int64)
         take = (lambda a: None if a is None else a[idx])
         return ReplayJobs(self.submit_ns[idx], self.work_ns[idx], self.num_gpus[idx],
                           self.gpu_milli[idx], take(self.speed), take(self.type_mask),
