@@ -121,6 +121,9 @@ cdef struct Ctx:
     signed char* in_starv
     int64_t counter
     int64_t front
+    bint reordered              # a LAS demotion or promotion happened at this instant
+    Heap dem                    # (demotion time, job) of running jobs; stale entries skipped
+    int64_t* dem_t              # the valid demotion time of each running job (-1: none)
     # buckets
     Py_ssize_t nb
     int64_t* bsize
@@ -167,8 +170,9 @@ cdef void sort_running(Ctx* c) noexcept nogil:
     # Insertion sort by (key, id): the array is nearly sorted between passes.
     cdef Py_ssize_t a, b
     cdef int64_t j, kj
-    for a in range(c.nrun):
-        c.key[c.run[a]] = rank_key(c, c.run[a])
+    if c.kind == K_SRTF:  # remaining work changed; LAS keys are kept current as they change
+        for a in range(c.nrun):
+            c.key[c.run[a]] = rank_key(c, c.run[a])
     for a in range(1, c.nrun):
         j = c.run[a]
         kj = c.key[j]
@@ -232,20 +236,51 @@ cdef int pass_nonpreemptive(Ctx* c, int64_t t, int64_t* free_gpus, Py_ssize_t* h
     return 0
 
 
+cdef bint pass_is_noop(Ctx* c, int64_t free_gpus) noexcept nogil:
+    # True when the pass provably changes nothing: every waiting job ranks after every
+    # running one and none fits in the free GPUs. (Then the LAS renumbering would keep
+    # the same order too, unless a demotion or promotion just happened: c.reordered.)
+    cdef Py_ssize_t b
+    cdef int64_t j, lk = 0, lj = -1
+    cdef Heap* h
+    if c.nrun > 0:
+        lj = c.run[c.nrun - 1]
+        lk = c.key[lj]
+    for b in range(c.nb):
+        h = &c.heaps[b]
+        while h.size > 0:
+            j = h.job[0]
+            if c.status[j] == 1 and c.key[j] == h.key[0]:
+                break
+            heap_pop(h)
+        if h.size == 0:
+            continue
+        if c.bsize[b] <= free_gpus:
+            return False
+        if lj >= 0 and _less(h.key[0], h.job[0], lk, lj):
+            return False
+    return True
+
+
 cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
     # Rank running and waiting jobs together; give GPUs in rank order while they fit.
-    cdef int64_t budget = c.total, j, r
+    cdef int64_t budget = c.total, j = -1, r = 0
     cdef Py_ssize_t ri = 0, nchosen = 0, npre = 0, which = 0, k
     cdef int64_t* chosen = c.tmp
     cdef int64_t* pre = c.tmp2
     cdef bint take_running
     sort_running(c)
+    if not c.reordered and pass_is_noop(c, free_gpus[0]):
+        return 0
     while True:
         while ri < c.nrun and c.gpus[c.run[ri]] > budget:
             pre[npre] = c.run[ri]
             npre += 1
             ri += 1
-        j = best_waiting(c, budget, &which) if budget > 0 else -1
+        # The best waiting job that fits stays the best while it still fits (the budget
+        # only shrinks), so look it up again only after it started or stopped fitting.
+        if j < 0 or c.gpus[j] > budget:
+            j = best_waiting(c, budget, &which) if budget > 0 else -1
         if ri < c.nrun:
             r = c.run[ri]
             take_running = j < 0 or _less(c.key[r], r, c.key[j], j)
@@ -262,6 +297,7 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
             start_job(c, j, t)
             chosen[nchosen] = j
             budget -= c.gpus[j]
+            j = -1
         nchosen += 1
     # Running jobs not chosen are preempted, in rank order: those skipped above, then the tail.
     while ri < c.nrun:
@@ -285,8 +321,17 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
             c.starv[c.nstarv] = r
             c.nstarv += 1
     for k in range(nchosen):
-        c.run[k] = chosen[k]
-        c.key[chosen[k]] = rank_key(c, chosen[k])
+        r = chosen[k]
+        c.run[k] = r
+        c.key[r] = rank_key(c, r)
+        if c.kind == K_LAS and c.q[r] < c.nlim:
+            j = t + (c.lim[c.q[r]] - (c.att[r] - c.base[r]) * c.gpus[r] + c.gpus[r] - 1) // c.gpus[r]
+            if j != c.dem_t[r]:
+                c.dem_t[r] = j
+                if heap_push(&c.dem, j, r) != 0:
+                    return -2
+    for k in range(npre):
+        c.dem_t[pre[k]] = -1
     c.nrun = nchosen
     free_gpus[0] = budget
     return 0
@@ -315,16 +360,19 @@ cdef int record_util(Ctx* c, int64_t t, double busy) noexcept nogil:
     return 0
 
 
-cdef int las_updates(Ctx* c, int64_t dt) noexcept nogil:
+cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
     # Demotions of running jobs and promotions of starving ones, in id order.
     cdef Py_ssize_t k, m = 0, a, b
     cdef int64_t j, ran, x
     cdef int64_t* ids = c.tmp
-    for k in range(c.nrun):
-        j = c.run[k]
-        if c.q[j] < c.nlim and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
+    while c.dem.size > 0 and c.dem.key[0] <= t:
+        j = c.dem.job[0]
+        if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0] and c.q[j] < c.nlim \
+                and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
             ids[m] = j
             m += 1
+            c.dem_t[j] = -1
+        heap_pop(&c.dem)
     if c.knob > 0:
         k = 0
         while k < c.nstarv:
@@ -339,6 +387,7 @@ cdef int las_updates(Ctx* c, int64_t dt) noexcept nogil:
                 ids[m] = j
                 m += 1
             k += 1
+    c.reordered = m > 0
     for a in range(1, m):
         x = ids[a]
         b = a - 1
@@ -350,6 +399,10 @@ cdef int las_updates(Ctx* c, int64_t dt) noexcept nogil:
         j = ids[k]
         if c.status[j] == 2:
             c.q[j] += 1
+            c.seq[j] = c.counter
+            c.counter += 1
+            c.key[j] = las_key(c, j)
+            continue
         else:
             c.starve[j] = 0
             c.base[j] = c.att[j]
@@ -364,13 +417,13 @@ cdef int las_updates(Ctx* c, int64_t dt) noexcept nogil:
 cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
     cdef int64_t w = -1, j, left, x
     cdef Py_ssize_t k
-    for k in range(c.nrun):
-        j = c.run[k]
-        if c.q[j] < c.nlim:
-            left = c.lim[c.q[j]] - (c.att[j] - c.base[j]) * c.gpus[j]
-            x = t + (left + c.gpus[j] - 1) // c.gpus[j]
-            if x > t and (w < 0 or x < w):
-                w = x
+    while c.dem.size > 0:
+        j = c.dem.job[0]
+        if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0]:
+            break
+        heap_pop(&c.dem)
+    if c.dem.size > 0 and c.dem.key[0] > t:
+        w = c.dem.key[0]
     if c.knob > 0:
         for k in range(c.nstarv):
             j = c.starv[k]
@@ -434,7 +487,7 @@ cdef int loop(Ctx* c) noexcept nogil:
             i += 1
         # (3) the pass
         if c.kind == K_LAS:
-            if las_updates(c, dt) != 0:
+            if las_updates(c, t, dt) != 0:
                 return -2
         if c.kind == K_SRTF or c.kind == K_LAS:
             if pass_preemptive(c, t, &free_gpus) != 0:
@@ -513,6 +566,14 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     c.q, c.seq, c.base, c.starve, c.in_starv = &v_q[0], &v_seq[0], &v_base[0], &v_starve[0], &v_sf[0]
     c.counter = 0
     c.front = 0
+    c.reordered = False
+    dem_t = np.full(n, -1, np.int64)
+    cdef int64_t[::1] v_dem = dem_t
+    c.dem_t = &v_dem[0]
+    c.dem.cap = 64
+    c.dem.size = 0
+    c.dem.key = <int64_t*> malloc(64 * sizeof(int64_t))
+    c.dem.job = <int64_t*> malloc(64 * sizeof(int64_t))
     c.nb = sizes.size
     c.bsize = &v_bs[0]
     c.run, c.nrun = &v_run[0], 0
@@ -531,6 +592,8 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
         c.heaps[b].key = <int64_t*> malloc(64 * sizeof(int64_t))
         c.heaps[b].job = <int64_t*> malloc(64 * sizeof(int64_t))
     try:
+        if c.dem.key == NULL or c.dem.job == NULL:
+            raise MemoryError("replay: out of memory")
         for b in range(c.nb):
             if c.heaps[b].key == NULL or c.heaps[b].job == NULL:
                 raise MemoryError("replay: out of memory")
@@ -547,6 +610,8 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
             free(c.heaps[b].key)
             free(c.heaps[b].job)
         free(c.heaps)
+        free(c.dem.key)
+        free(c.dem.job)
         free(c.ut)
         free(c.ub)
     return dict(first_start=start, finish=finish, preemptions=pre, util_t=ut, util_busy=ub)
