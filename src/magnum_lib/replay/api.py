@@ -168,7 +168,8 @@ class Plan:
 
     ``start(job)`` places the job with the replay's placement rule on the GPUs still
     free in this plan and returns True, or returns False and reserves nothing.
-    ``preempt(job)`` frees a running job's GPUs in the plan. ``wake_at(t_s)`` asks for
+    ``preempt(job)`` frees a running job's GPUs in the plan (starting it again in the
+    same plan moves it; that counts as a preemption). ``wake_at(t_s)`` asks for
     a call at that time.
     """
 
@@ -176,7 +177,7 @@ class Plan:
         self._state = state
         self.free = state.free.copy()
         self._starts, self._preempts, self._wake = [], [], None
-        self._taken = set()
+        self._taken = set()      # started in this plan
 
     @property
     def free_gpus(self) -> int:
@@ -187,7 +188,7 @@ class Plan:
 
     def start(self, job, gpus=None, gpu_type=None) -> bool:
         jid = job.id if isinstance(job, JobView) else job
-        if jid in self._taken:
+        if jid in self._taken or (self._state.status[jid] == 2 and jid not in self._preempts):
             return False
         where = self._state.place(jid, self.free, gpu_type) if gpus is None else list(gpus)
         if where is None:
@@ -204,10 +205,9 @@ class Plan:
     def preempt(self, job) -> None:
         jid = job.id if isinstance(job, JobView) else job
         st = self._state
-        if st.status[jid] == 2 and jid not in self._taken:
+        if st.status[jid] == 2 and jid not in self._preempts:
             self.free[st.alloc[jid]] += int(st.jobs.gpu_milli[jid])
             self._preempts.append(jid)
-            self._taken.add(jid)
 
     def wake_at(self, t_s: float) -> None:
         self.wake_at_ns(math.ceil(t_s * NS))
@@ -255,7 +255,7 @@ def normalize(policy: str, out, state) -> Decision:
         seen.add(jid)
         free[state.alloc[jid]] += int(state.jobs.gpu_milli[jid])
         preempt.append(jid)
-    start = []
+    start, started = [], set()
     for item in out.start:
         gpus = gtype = None
         if isinstance(item, tuple) and len(item) == 2:
@@ -266,11 +266,11 @@ def normalize(policy: str, out, state) -> Decision:
                 gpus = where
         jid = _as_job_id(policy, "start", item, n)
         what = f"start job {jid}"
-        if jid in seen:
-            raise PolicyError(policy, f"{what}: the decision already starts or preempts it")
-        if state.status[jid] != 1:
+        if jid in started:
+            raise PolicyError(policy, f"{what}: the decision already starts it")
+        if state.status[jid] != 1 and jid not in seen:  # (preempted above = moved)
             raise PolicyError(policy, f"{what}: it is not waiting ({_STATUS[state.status[jid]]})")
-        seen.add(jid)
+        started.add(jid)
         need = int(state.jobs.num_gpus[jid])
         milli = int(state.jobs.gpu_milli[jid])
         if gtype is not None and gtype not in state.cluster.type_names:
