@@ -304,12 +304,10 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
         pre[npre] = c.run[ri]
         npre += 1
         ri += 1
-    if c.kind == K_LAS:
-        c.front -= nchosen + npre
+    if c.kind == K_LAS:  # running-after-pass to the front of their queues, in scan order
+        c.front -= nchosen
         for k in range(nchosen):
             c.seq[chosen[k]] = c.front + k
-        for k in range(npre):
-            c.seq[pre[k]] = c.front + nchosen + k
     for k in range(npre):
         r = pre[k]
         c.status[r] = 1

@@ -40,7 +40,7 @@ class PolicyError(ParameterError):
     """A policy returned an invalid decision (nothing of it was applied)."""
 
     def __init__(self, policy_name: str, detail: str):
-        super().__init__(f"policy {policy_name!r}:", detail)
+        super().__init__("policy", f"{policy_name!r}: {detail}")
         self.policy = policy_name
 
 

@@ -116,7 +116,8 @@ class TiresiasLAS(Policy):
       get GPUs while they fit (GPU count, skip-ahead); running jobs left out are
       preempted. Within a queue, after each pass, the jobs running come first (in
       scan order), then the rest (preempted ones first), as Tiresias moves pending
-      jobs to the end of each queue.
+      jobs to the end of each queue (a job demoted this instant and preempted stays at
+      the end of its new queue).
     * Starvation avoidance (``promote_knob`` = Tiresias' ``solve_starvation``, 0 =
       off as in ``dlas-gpu``): a waiting job in queue > 0 that has run since its last
       promotion returns to the end of queue 0 once its accumulated waiting time
@@ -178,9 +179,10 @@ class TiresiasLAS(Policy):
         order = sorted(jobs, key=lambda j: (self.q[j.id], self.seq[j.id]))
         plan = view.plan()
         chosen = _give_in_order(view, order, plan)
-        # Renumber: running-after-pass in scan order, then the preempted, in front of the rest.
+        # Tiresias moves the waiting jobs of each queue behind the running ones, in their
+        # order: give the jobs running after this pass new keys in front, in scan order.
         kept = {j.id for j in chosen}
-        front = [j.id for j in order if j.id in kept] + [j.id for j in order if j.running and j.id not in kept]
+        front = [j.id for j in order if j.id in kept]
         self.front -= len(front)
         for k, i in enumerate(front):
             self.seq[i] = self.front + k
