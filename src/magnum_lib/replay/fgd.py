@@ -10,7 +10,8 @@ each pod where that fragmentation grows least (ties: lowest GPU id). Only the GP
 dimension is modelled (CPU and memory of pods and nodes are not).
 
 The ``fgd`` policy serves pods in submit order with skip-ahead (a pod that does not
-fit anywhere waits, later ones may start), never preempts, and places with FGD;
+fit anywhere waits, later ones may start), never preempts, and places with FGD (a
+whole-GPU gang larger than every node's free GPUs goes to the replay's placement rule);
 ``fifo-skip`` with ``pooled`` placement (first fitting GPUs) is its baseline.
 """
 from __future__ import annotations
@@ -104,6 +105,10 @@ class FGD(Policy):
                     b = np.lexsort((nodes, delta))[0]
                     best = (int(nodes[b]), picks[b])
             if best is None:
+                # A gang larger than any node: the replay's placement rule spreads it.
+                if job.gpu_milli == 1000 and plan.start(job):
+                    M = self._matrix(plan.free)
+                    base = fragmentation(M, self.k, self.r, self.p)
                 continue
             node, gpus = best
             if plan.start(job, gpus=gpus):
