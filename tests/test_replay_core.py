@@ -266,3 +266,14 @@ def test_fgd_places_shared_pods_and_never_overcommits():
     assert np.all(r.util_busy <= 4) and np.all(np.isfinite(r.finish_s))
     assert r.summary()["jobs"] == base.summary()["jobs"] == 12
     assert make_policy("fgd").name == "fgd"
+
+
+def test_fragmentation_of_shared_gpus_by_hand():
+    # One node, 2 GPUs. A 500-milli pod runs 0..100 s, a 250-milli pod 0..50 s.
+    # Pooled first-fit packs both on GPU 0: free = [250, 1000] for 50 s (250 of 1250
+    # stranded = 0.2), then [500, 1000] for 50 s (500 / 1500 = 1/3).
+    jobs = make_jobs([0, 0], [100, 50], [1, 1], gpu_milli=[500, 250])
+    r = replay(jobs, _one_node(2), "fifo-skip")
+    assert r.summary()["gpu_fragmentation"] == pytest.approx((0.2 + 1 / 3) / 2)
+    assert replay(make_jobs([0], [10], [1]), _one_node(2), "fifo-skip").summary().get(
+        "gpu_fragmentation") is None

@@ -127,6 +127,10 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
         if bar is not None:
             bar.close()
     wall = time.perf_counter() - t0
-    return ReplayResult(pol.name, placement, name, jobs, cluster, jobs.submit_ns / NS,
-                        out["first_start"] / NS, out["finish"] / NS, _isolated_s(jobs, cluster),
-                        out["preemptions"], out["util_t"] / NS, out["util_busy"], wall, seed)
+    result = ReplayResult(pol.name, placement, name, jobs, cluster, jobs.submit_ns / NS,
+                          out["first_start"] / NS, out["finish"] / NS, _isolated_s(jobs, cluster),
+                          out["preemptions"], out["util_t"] / NS, out["util_busy"], wall, seed)
+    if "frag" in out:
+        result.frag = out["frag"]
+        result.extra["gpu_fragmentation"] = result.time_average(out["frag"])
+    return result

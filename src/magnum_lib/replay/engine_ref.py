@@ -162,6 +162,8 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
     i, done = 0, 0
     wake = None
     util_t, util_busy = [], []
+    shared = not jobs.whole_gpus
+    frag = []   # shared GPUs: fraction of the free capacity stranded on partly used GPUs
     idle_rounds = 0
     bar = progress
     while done < n:
@@ -214,5 +216,12 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
         elif not util_busy or util_busy[-1] != busy:   # the step function's change points
             util_t.append(t)
             util_busy.append(busy)
-    return dict(first_start=st.first_start, finish=st.finish, preemptions=st.preemptions,
-                util_t=np.array(util_t, np.int64), util_busy=np.array(util_busy))
+            if shared:
+                f = st.free
+                total = int(f.sum())
+                frag.append(int(f[(f > 0) & (f < 1000)].sum()) / total if total else 0.0)
+    out = dict(first_start=st.first_start, finish=st.finish, preemptions=st.preemptions,
+               util_t=np.array(util_t, np.int64), util_busy=np.array(util_busy))
+    if shared:
+        out["frag"] = np.array(frag)
+    return out

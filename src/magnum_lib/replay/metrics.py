@@ -4,7 +4,10 @@ JCT = finish - submit. Queueing delay = first start - submit (time before the jo
 first ran; a preempted job's later waits count in JCT, not here). Finish-time
 fairness rho = JCT / isolated JCT, the isolated JCT being the job's run time alone on
 its fastest allowed GPU type with no wait (rho >= 1; 1 = as if alone). Utilization =
-busy GPU-time / (GPUs x (last finish - first submit)).
+busy GPU-time / (GPUs x (last finish - first submit)). GPU fragmentation (shared-GPU
+replays, ``summary()["gpu_fragmentation"]``): the time-weighted mean, over the replay, of
+the share of free GPU capacity stranded on partly used GPUs (free but unusable by a
+whole-GPU job); ``frag`` holds it at each change point.
 """
 from __future__ import annotations
 
@@ -76,6 +79,14 @@ class ReplayResult:
         at = cum[k] + b[k] * (edges - t[k])
         frac = np.diff(at) / (np.diff(edges) * self.cluster.total_gpus)
         return (edges[:-1] + edges[1:]) / 2, frac
+
+    def time_average(self, values) -> float:
+        """Time-weighted mean of a step function sampled at ``util_t_s`` (e.g. ``frag``)."""
+        t = self.util_t_s
+        v = np.asarray(values, dtype=np.float64)
+        if t.size < 2:
+            return float(v[0]) if v.size else float("nan")
+        return float(np.sum(v[:-1] * np.diff(t)) / (t[-1] - t[0]))
 
     def jct_cdf(self):
         """``(sorted JCT s, cumulative fraction)``."""
