@@ -68,6 +68,9 @@ def test_policy_file(capsys, tmp_path):
     (["--min-duration", "abc"], "--min-duration"), (["--gpu-counts", "1,x"], "--gpu-counts"),
     (["--seed", "-1"], "--seed"), (["--vc", "nope"], "--vc"), (["--restore", "-5s"], "--restore"),
     (["--policy-file", "missing.py:X"], "--policy-file"), (["--max-jobs", "0"], "--max-jobs"),
+    (["--policy", "las", "--las-thresholds", "100,50"], "--las-thresholds"),
+    (["--policy", "las", "--promote-knob", "-1"], "--promote-knob"),
+    (["--policy", "ftf", "--round", "0s"], "--round"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, flag):
     base = ["replay", "--trace", "philly", "--vc", "0e4a51"]
@@ -87,3 +90,17 @@ def test_leaderboard_on_sweep():
     assert [r["rank"] for r in rows] == [1, 2, 3]
     assert rows[0]["avg_jct_s"] <= rows[1]["avg_jct_s"] <= rows[2]["avg_jct_s"]
     assert rows[-1]["policy"] == "fifo-strict"
+
+
+def test_las_options_reach_the_policy(capsys):
+    base = PHILLY + ["--policy", "las"]
+    default = _json(capsys, base)
+    tight = _json(capsys, base + ["--las-thresholds", "100", "--promote-knob", "2"])
+    assert tight["preemptions"] != default["preemptions"]
+    from magnum_lib.replay import ReplayCluster, replay
+    from magnum_lib.replay.policies import TiresiasLAS
+    from magnum_lib.replay.traces import philly_jobs
+
+    jobs = philly_jobs("0e4a51", 60, [1, 2, 4, 8])
+    direct = replay(jobs, ReplayCluster.uniform(9, 4), TiresiasLAS((100.0,), 2.0)).summary()
+    assert tight["avg_jct_s"] == direct["avg_jct_s"]

@@ -32,6 +32,11 @@ def add(subparsers) -> None:
                    choices=["pooled", "consolidated", "spread", "random"], help="(default: pooled)")
     p.add_argument("--policy", default="fifo-strict", choices=POLICIES, help="(default: fifo-strict)")
     p.add_argument("--policy-file", metavar="FILE.py:NAME", help="your policy (class or function) instead")
+    p.add_argument("--las-thresholds", default="3250,7200", metavar="LIST",
+                   help="LAS queue thresholds in GPU-seconds (default Tiresias' 3250,7200)")
+    p.add_argument("--promote-knob", default="0", metavar="K",
+                   help="LAS starvation avoidance: back to queue 0 after waiting K x run time (0 = off)")
+    p.add_argument("--round", default="360s", metavar="D", help="round length of gavel/ftf (default 360s)")
     p.add_argument("--restore", default="0s", metavar="D", help="checkpoint-restore time per resume")
     p.add_argument("--seed", default="0", metavar="S", help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -138,6 +143,35 @@ def build(args):
     return jobs, cluster
 
 
+def _builtin(args):
+    """The built-in policy named by --policy, with the LAS and round options."""
+    from magnum_lib.replay import make_policy
+    from magnum_lib.units import parse_duration
+
+    if args.policy == "las":
+        try:
+            th = [float(x) for x in args.las_thresholds.split(",") if x.strip()]
+        except ValueError:
+            raise ParameterError("las_thresholds", f"must be comma-separated numbers, got "
+                                                   f"{excerpt(args.las_thresholds)}") from None
+        try:
+            knob = float(args.promote_knob)
+        except ValueError:
+            raise ParameterError("promote_knob", f"must be a number, got {excerpt(args.promote_knob)}") from None
+        if not (0 <= knob <= 1e6):
+            raise ParameterError("promote_knob", f"must be in [0, 1e6], got {excerpt(args.promote_knob)}")
+        try:
+            return make_policy("las", thresholds_gpu_s=th, promote_knob=knob)
+        except ParameterError as exc:
+            raise ParameterError("las_thresholds", exc.detail) from None
+    if args.policy in ("gavel", "gavel-blind", "ftf"):
+        r = parse_param("round", parse_duration, args.round) / 1e9
+        if not 1e-3 <= r <= 1e7:
+            raise ParameterError("round", f"must be between 1ms and 1e7 s, got {excerpt(args.round)}")
+        return make_policy(args.policy, round_s=r)
+    return make_policy(args.policy)
+
+
 def _run(args) -> int:
     from magnum_lib.replay import replay
     from magnum_lib.units import parse_duration
@@ -146,7 +180,7 @@ def _run(args) -> int:
     restore = parse_param("restore", parse_duration, args.restore) / 1e9
     if restore < 0:
         raise ParameterError("restore", f"must be >= 0, got {args.restore}")
-    policy = load_policy_file(args.policy_file) if args.policy_file else args.policy
+    policy = load_policy_file(args.policy_file) if args.policy_file else _builtin(args)
     jobs, cluster = build(args)
     result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore)
     s = result.summary()
