@@ -65,6 +65,10 @@ def main():
                 walls.append(r.wall_s)
             ours = len(jobs) / min(walls)
             row = {"ours_jobs_per_s": round(ours), "ours_avg_jct_s": float(r.jct_s.mean())}
+            # Our readable Python loop on the same input (the reference students read).
+            py = replay(jobs, cluster, pol, backend="python", progress=False)
+            row["ours_python_loop_jobs_per_s"] = round(len(jobs) / py.wall_s)
+            row["python_loop_same_finish_times"] = bool(np.array_equal(py.finish_s, r.finish_s))
             if sim is not None:
                 fin, pre, wall = replay_peers.run_tiresias(sim, jobs, 9, 4, pol, "vc")
                 row.update(tiresias_jobs_per_s=round(len(jobs) / wall, 1),
