@@ -69,3 +69,65 @@ def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, t
             finish[int(row["job_id"])] = float(row["end_time"])
             pre += int(row["preempt"])
     return finish, pre, wall
+
+
+# ----------------------------------------------------------------------------- Gavel
+GAVEL = Path(os.environ.get("MAGNUM_GAVEL", "/work/peers/gavel"))
+GAVEL_MODEL = "ResNet-50 (batch size 64)"
+
+# Gavel's scheduler imports cvxpy, grpc, matrix_completion, psutil and its RPC runtime at
+# module level; its FIFO policy and simulator use none of them. The driver below replaces
+# those modules by inert stand-ins so the simulator runs without new dependencies. (LP
+# policies, which need cvxpy, cannot run this way.)
+_GAVEL_DRIVER = r'''
+import sys, time, types, os
+class _Any(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        m = _Any(self.__name__ + "." + name); sys.modules[m.__name__] = m; return m
+    def __call__(self, *a, **k): return _Any("call")
+for mod in ["cvxpy", "grpc", "matrix_completion", "psutil", "runtime.rpc", "runtime.rpc.scheduler_server",
+            "runtime.rpc.scheduler_client", "throughput_estimator", "func_timeout"]:
+    sys.modules[mod] = _Any(mod)
+sched_dir = sys.argv[1]
+sys.path.insert(0, sched_dir)
+os.chdir(sched_dir)
+import scheduler, utils
+jobs, arrivals = utils.parse_trace(sys.argv[2])
+policy = utils.get_policy(sys.argv[3], solver=None, seed=0)
+s = scheduler.Scheduler(policy, throughputs_file="simulation_throughputs.json", simulate=True, seed=0,
+                        time_per_iteration=360)
+t0 = time.time()
+s.simulate({"v100": int(sys.argv[4]), "p100": 0, "k80": 0}, arrivals, jobs,
+           num_gpus_per_server={"v100": int(sys.argv[5]), "p100": 1, "k80": 1})
+wall = time.time() - t0
+print("GAVEL_RESULT", len(jobs), wall, s.get_average_jct())
+'''
+
+
+def gavel_available() -> bool:
+    return (GAVEL / "scheduler" / "scheduler.py").is_file()
+
+
+def run_gavel_fifo(workdir, jobs, gpus: int, gpus_per_server: int):
+    """Gavel's simulator, FIFO, ``gpus`` V100s: ``(wall s, average JCT s)``.
+
+    Every job becomes a ResNet-50 job whose step count makes its V100 run time equal to
+    the trace's duration at its GPU count (Gavel's scale factor).
+    """
+    from magnum_lib.workload.traces import load_gavel_throughputs
+
+    thr = load_gavel_throughputs()
+    trace = Path(workdir) / "gavel_philly.trace"
+    with open(trace, "w") as f:
+        for s, d, g in zip(jobs.submit_s, jobs.duration_s, jobs.num_gpus.tolist()):
+            steps = int(round(d * thr.isolated[(GAVEL_MODEL, g, "v100")]))
+            f.write(f"{GAVEL_MODEL}\tpython3 main.py\timage_classification/imagenet\t--num_minibatches"
+                    f"\t1\t{steps}\t{g}\t1\t-1\t{s:.6f}\n")
+    driver = Path(workdir) / "gavel_driver.py"
+    driver.write_text(_GAVEL_DRIVER)
+    out = subprocess.run([sys.executable, str(driver), str(GAVEL / "scheduler"), str(trace), "fifo",
+                          str(gpus), str(gpus_per_server)], check=True, capture_output=True, text=True)
+    line = [x for x in out.stdout.splitlines() if x.startswith("GAVEL_RESULT")][-1].split()
+    return float(line[2]), float(line[3])
