@@ -60,19 +60,25 @@ def main():
     out["same_vc"]["cluster"] = "9x4 (min duration 60 s, GPU counts 1,2,4,8)"
     with tempfile.TemporaryDirectory() as tmp:
         sim = replay_peers.prepare(tmp) if replay_peers.available() and not args.skip_peers else None
-        for pol in ("fifo-strict", "fifo-skip", "srtf", "las"):
+        from magnum_lib.replay.policies import TiresiasLAS
+
+        runs = {"fifo-strict": ("fifo-strict", "fifo-strict"), "fifo-skip": ("fifo-skip", "fifo-skip"),
+                "srtf": ("srtf", "srtf"), "las": ("las", "las"),
+                "las (tiresias_jump)": (lambda: TiresiasLAS(tiresias_jump=True), "las")}
+        for label, (make, peer) in runs.items():
+            pol = make() if callable(make) else make
             walls = []
             for _ in range(5):
-                r = replay(jobs, cluster, pol, progress=False)
+                r = replay(jobs, cluster, make() if callable(make) else pol, progress=False)
                 walls.append(r.wall_s)
             ours = len(jobs) / min(walls)
             row = {"ours_jobs_per_s": round(ours), "ours_avg_jct_s": float(r.jct_s.mean())}
             # Our readable Python loop on the same input (the reference students read).
-            py = replay(jobs, cluster, pol, backend="python", progress=False)
+            py = replay(jobs, cluster, make() if callable(make) else pol, backend="python", progress=False)
             row["ours_python_loop_jobs_per_s"] = round(len(jobs) / py.wall_s)
             row["python_loop_same_finish_times"] = bool(np.array_equal(py.finish_s, r.finish_s))
             if sim is not None:
-                fin, pre, wall = replay_peers.run_tiresias(sim, jobs, 9, 4, pol, "vc")
+                fin, pre, wall = replay_peers.run_tiresias(sim, jobs, 9, 4, peer, "vc")
                 row.update(tiresias_jobs_per_s=round(len(jobs) / wall, 1),
                            tiresias_avg_jct_s=float(np.mean(fin - jobs.submit_s)),
                            same_finish_times=int(np.sum(fin == r.finish_s)),
@@ -80,7 +86,7 @@ def main():
                            speedup_vs_tiresias=round(ours / (len(jobs) / wall)))
             else:
                 row["tiresias"] = "not run (checkout not found)"
-            out["same_vc"][pol] = row
+            out["same_vc"][label] = row
         if replay_peers.gavel_available() and not args.skip_peers and not args.skip_gavel:
             wall, jct = replay_peers.run_gavel_fifo(tmp, jobs, 36, 4)
             ours = out["same_vc"]["fifo-strict"]["ours_jobs_per_s"]

@@ -80,3 +80,14 @@ def test_backends_agree_property(seed, name, total, restore):
     assert np.all(a.finish_s - a.start_s >= jobs.duration_s - 1e-9)
     assert np.all(a.start_s >= a.submit_s)
     assert np.all(a.util_busy <= total)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_las_tiresias_jump_backends_agree(seed):
+    jobs = make_jobs(*[np.round(a) for a in (np.sort(np.random.default_rng(seed).integers(0, 3000, 40)),
+                                             np.random.default_rng(seed + 1).integers(1, 2000, 40))],
+                     np.random.default_rng(seed + 2).choice([1, 2, 4], 40))
+    cluster = ReplayCluster.uniform(1, 8)
+    a = replay(jobs, cluster, TiresiasLAS((300.0, 1200.0), tiresias_jump=True), backend="compiled")
+    b = replay(jobs, cluster, TiresiasLAS((300.0, 1200.0), tiresias_jump=True), backend="python")
+    _same(a, b)

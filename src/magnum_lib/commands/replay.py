@@ -36,6 +36,8 @@ def add(subparsers) -> None:
                    help="LAS queue thresholds in GPU-seconds (default Tiresias' 3250,7200)")
     p.add_argument("--promote-knob", default="0", metavar="K",
                    help="LAS starvation avoidance: back to queue 0 after waiting K x run time (0 = off)")
+    p.add_argument("--las-tiresias-jump", action="store_true",
+                   help="LAS demotion wake-ups by Tiresias' own formula (job-for-job agreement)")
     p.add_argument("--round", default="360s", metavar="D", help="round length of gavel/ftf (default 360s)")
     p.add_argument("--restore", default="0s", metavar="D", help="checkpoint-restore time per resume")
     p.add_argument("--seed", default="0", metavar="S", help="random seed (default 0)")
@@ -161,7 +163,8 @@ def _builtin(args):
         if not (0 <= knob <= 1e6):
             raise ParameterError("promote_knob", f"must be in [0, 1e6], got {excerpt(args.promote_knob)}")
         try:
-            return make_policy("las", thresholds_gpu_s=th, promote_knob=knob)
+            return make_policy("las", thresholds_gpu_s=th, promote_knob=knob,
+                               tiresias_jump=args.las_tiresias_jump)
         except ParameterError as exc:
             raise ParameterError("las_thresholds", exc.detail) from None
     if args.policy in ("gavel", "gavel-blind", "ftf"):

@@ -27,6 +27,7 @@ cdef enum:
     K_LAS = 4
 
 cdef int64_t LAS_OFF = (<int64_t>1) << 43
+cdef int64_t NS_S = 1000000000
 
 
 cdef struct Heap:
@@ -122,6 +123,7 @@ cdef struct Ctx:
     int64_t counter
     int64_t front
     bint reordered              # a LAS demotion or promotion happened at this instant
+    bint tjump                  # Tiresias' demotion wake-up formula (see TiresiasLAS)
     Heap dem                    # (demotion time, job) of running jobs; stale entries skipped
     int64_t* dem_t              # the valid demotion time of each running job (-1: none)
     # buckets
@@ -322,7 +324,7 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
         r = chosen[k]
         c.run[k] = r
         c.key[r] = rank_key(c, r)
-        if c.kind == K_LAS and c.q[r] < c.nlim:
+        if c.kind == K_LAS and c.q[r] < c.nlim and not c.tjump:
             j = t + (c.lim[c.q[r]] - (c.att[r] - c.base[r]) * c.gpus[r] + c.gpus[r] - 1) // c.gpus[r]
             if j != c.dem_t[r]:
                 c.dem_t[r] = j
@@ -363,6 +365,12 @@ cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
     cdef Py_ssize_t k, m = 0, a, b
     cdef int64_t j, ran, x
     cdef int64_t* ids = c.tmp
+    if c.tjump:   # demotions are checked for every running job at every event, as Tiresias
+        for k in range(c.nrun):
+            j = c.run[k]
+            if c.q[j] < c.nlim and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
+                ids[m] = j
+                m += 1
     while c.dem.size > 0 and c.dem.key[0] <= t:
         j = c.dem.job[0]
         if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0] and c.q[j] < c.nlim \
@@ -422,6 +430,14 @@ cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
         heap_pop(&c.dem)
     if c.dem.size > 0 and c.dem.key[0] > t:
         w = c.dem.key[0]
+    if c.tjump:
+        for k in range(c.nrun):
+            j = c.run[k]
+            if c.q[j] < c.nlim:
+                x = t + (c.lim[c.q[j]] - (c.att[j] - c.base[j]) + c.gpus[j] * NS_S - 1) \
+                    // (c.gpus[j] * NS_S) * NS_S
+                if x > t and (w < 0 or x < w):
+                    w = x
     if c.knob > 0:
         for k in range(c.nstarv):
             j = c.starv[k]
@@ -565,6 +581,7 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     c.counter = 0
     c.front = 0
     c.reordered = False
+    c.tjump = bool(spec[3]) if spec[0] == "las" and len(spec) > 3 else False
     dem_t = np.full(n, -1, np.int64)
     cdef int64_t[::1] v_dem = dem_t
     c.dem_t = &v_dem[0]

@@ -106,7 +106,8 @@ class Decision:
 
     ``start`` items: a job id (placed by the replay's placement rule), ``(id, [gpu ids])``
     or ``(id, "gpu type name")``. ``wake_s``: call the policy again at this absolute
-    time (seconds) even if no job arrives or finishes (e.g. a LAS demotion).
+    time (seconds) even if no job arrives or finishes (e.g. a LAS demotion); each
+    decision's wake-up replaces the previous one (None: no wake-up).
     """
 
     start: list = field(default_factory=list)

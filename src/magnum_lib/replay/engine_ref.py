@@ -200,10 +200,9 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
             w, r = sorted(waiting), sorted(running)
             d = normalize(name, policy.schedule(st.view(w, r)), st)
             st.apply(d, waiting, running)
-            if d.wake_ns is not None:
-                wt = int(d.wake_ns)
-                if wt > t:
-                    wake = wt if wake is None else min(wake, wt)
+            # The latest decision's wake-up replaces any earlier one (the policy recomputes
+            # it at every call; a stale earlier wake-up would add a call it did not ask for).
+            wake = int(d.wake_ns) if d.wake_ns is not None and d.wake_ns > t else None
             if round_ns is not None:
                 stuck = waiting and not running and i >= n and wake is None
                 idle_rounds = idle_rounds + 1 if stuck else 0

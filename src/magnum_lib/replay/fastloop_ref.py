@@ -18,9 +18,10 @@ def policy_from_spec(spec):
 
     kind = spec[0]
     if kind == "las":
-        p = P.TiresiasLAS((), 0.0) if False else P.TiresiasLAS.__new__(P.TiresiasLAS)
+        p = P.TiresiasLAS.__new__(P.TiresiasLAS)
         p.thresholds_ns = list(spec[1])
         p.promote_knob = float(spec[2])
+        p.tiresias_jump = bool(spec[3]) if len(spec) > 3 else False
         p.fast = spec
         return p
     return {"fifo-strict": P.FifoStrict, "fifo-skip": P.FifoSkip, "sjf": P.SJF, "srtf": P.SRTF}[kind]()

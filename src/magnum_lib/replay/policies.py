@@ -122,14 +122,17 @@ class TiresiasLAS(Policy):
       off as in ``dlas-gpu``): a waiting job in queue > 0 that has run since its last
       promotion returns to the end of queue 0 once its accumulated waiting time
       reaches ``promote_knob`` x its run time since that promotion; both reset then.
-    * Difference from Tiresias' code: demotions happen exactly at the threshold; its
-      simulator computes the next demotion as ``ceil((limit - executed_s) / gpus)``,
-      which for multi-GPU jobs lands a little later (see notes/replay.md).
+    * Tiresias' simulator wakes for the next demotion at ``now + ceil((limit -
+      executed_s) / gpus)`` seconds, with the run time in seconds where GPU-seconds are
+      meant, so multi-GPU jobs are demoted later than their threshold (at the first event
+      after it). By default we wake exactly at the threshold; ``tiresias_jump=True``
+      reproduces their formula (times in whole seconds), for job-for-job agreement.
     """
 
     name = "las"
 
-    def __init__(self, thresholds_gpu_s=(3250.0, 7200.0), promote_knob: float = 0.0):
+    def __init__(self, thresholds_gpu_s=(3250.0, 7200.0), promote_knob: float = 0.0,
+                 tiresias_jump: bool = False):
         th = [float(x) for x in thresholds_gpu_s]
         if any(not (x > 0) for x in th) or th != sorted(th) or len(set(th)) != len(th):
             raise ParameterError("thresholds_gpu_s", f"must be increasing numbers > 0, got {excerpt(th)}")
@@ -137,7 +140,8 @@ class TiresiasLAS(Policy):
             raise ParameterError("promote_knob", f"must be >= 0, got {excerpt(promote_knob)}")
         self.thresholds_ns = [round(x * 1e9) for x in th]
         self.promote_knob = float(promote_knob)
-        self.fast = ("las", tuple(self.thresholds_ns), self.promote_knob)
+        self.tiresias_jump = bool(tiresias_jump)
+        self.fast = ("las", tuple(self.thresholds_ns), self.promote_knob, self.tiresias_jump)
 
     def reset(self, jobs, cluster):
         n = len(jobs)
@@ -190,8 +194,12 @@ class TiresiasLAS(Policy):
         for j in chosen:
             i = j.id
             if self.q[i] < len(limits):
-                left = limits[self.q[i]] - (j.attained_ns - self.base[i]) * j.num_gpus
-                plan.wake_at_ns(now + -(-left // j.num_gpus))
+                ran = j.attained_ns - self.base[i]
+                if self.tiresias_jump:      # their formula: run seconds, not GPU-seconds
+                    plan.wake_at_ns(now + -(-(limits[self.q[i]] - ran) // (j.num_gpus * 10**9)) * 10**9)
+                else:
+                    left = limits[self.q[i]] - ran * j.num_gpus
+                    plan.wake_at_ns(now + -(-left // j.num_gpus))
         if knob > 0:
             for j in jobs:
                 i = j.id
