@@ -1,0 +1,133 @@
+"""Run the published Tiresias simulator (SymbioticLab/Tiresias, simulator/) on our inputs.
+
+Nothing of Tiresias is in this repository: :func:`prepare` copies the checkout named by
+``$MAGNUM_TIRESIAS`` (default ``/work/peers/tiresias``) into a scratch folder and makes
+the one change Python 3 needs (``sys.maxint`` -> ``sys.maxsize``), then
+:func:`run_tiresias` runs ``run_sim.py`` with ``--scheme=count`` (pooled GPUs) and reads
+its ``job.csv``. Used by benchmarks/bench_replay.py and tests/test_replay_peers.py.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+TIRESIAS = Path(os.environ.get("MAGNUM_TIRESIAS", "/work/peers/tiresias"))
+SCHEDULES = {"fifo-strict": "fifo", "fifo-skip": "fjf", "srtf": "shortest", "las": "dlas-gpu"}
+
+
+def available() -> bool:
+    return (TIRESIAS / "simulator" / "run_sim.py").is_file()
+
+
+def prepare(workdir) -> Path:
+    """A Python-3-runnable copy of Tiresias' simulator in ``workdir``."""
+    dst = Path(workdir) / "tiresias_sim"
+    if not dst.exists():
+        shutil.copytree(TIRESIAS / "simulator", dst)
+        for f in dst.glob("*.py"):
+            f.write_text(f.read_text().replace("sys.maxint", "sys.maxsize"))
+    return dst
+
+
+def write_trace(path, jobs) -> None:
+    """Our ReplayJobs (whole seconds) as a Tiresias trace (model vgg19 for every job)."""
+    sub = (jobs.submit_ns // 10**9).tolist()
+    dur = (jobs.work_ns // 10**9).tolist()
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"])
+        for i, (s, d, g) in enumerate(zip(sub, dur, jobs.num_gpus.tolist())):
+            w.writerow([i, g, s, 1, "vgg19", d, 0])
+
+
+def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, tag: str = "run"):
+    """Run Tiresias on ``jobs``; returns ``(finish_s array by job id, preemptions, wall s)``."""
+    trace = sim / f"{tag}.csv"
+    spec = sim / f"{tag}_spec.csv"
+    write_trace(trace, jobs)
+    spec.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n"
+                    f"1,{nodes},{gpus_per_node},64,256\n")
+    out = sim / f"{tag}_{policy}"
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "run_sim.py", f"--cluster_spec={spec.name}", "--scheme=count",
+                    f"--trace_file={trace.name}", f"--schedule={SCHEDULES[policy]}",
+                    f"--log_path={out.name}"], cwd=sim, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    finish = np.full(len(jobs), np.nan)
+    pre = 0
+    with open(out / "job.csv") as f:
+        for row in csv.DictReader(f):
+            finish[int(row["job_id"])] = float(row["end_time"])
+            pre += int(row["preempt"])
+    return finish, pre, wall
+
+
+# ----------------------------------------------------------------------------- Gavel
+GAVEL = Path(os.environ.get("MAGNUM_GAVEL", "/work/peers/gavel"))
+GAVEL_MODEL = "ResNet-50 (batch size 64)"
+
+# Gavel's scheduler imports cvxpy, grpc, matrix_completion, psutil and its RPC runtime at
+# module level; its FIFO policy and simulator use none of them. The driver below replaces
+# those modules by inert stand-ins so the simulator runs without new dependencies. (LP
+# policies, which need cvxpy, cannot run this way.)
+_GAVEL_DRIVER = r'''
+import sys, time, types, os
+class _Any(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        m = _Any(self.__name__ + "." + name); sys.modules[m.__name__] = m; return m
+    def __call__(self, *a, **k): return _Any("call")
+for mod in ["cvxpy", "grpc", "matrix_completion", "psutil", "runtime.rpc", "runtime.rpc.scheduler_server",
+            "runtime.rpc.scheduler_client", "throughput_estimator", "func_timeout"]:
+    sys.modules[mod] = _Any(mod)
+sched_dir = sys.argv[1]
+sys.path.insert(0, sched_dir)
+os.chdir(sched_dir)
+import scheduler, utils
+jobs, arrivals = utils.parse_trace(sys.argv[2])
+policy = utils.get_policy(sys.argv[3], solver=None, seed=0)
+s = scheduler.Scheduler(policy, throughputs_file="simulation_throughputs.json", simulate=True, seed=0,
+                        time_per_iteration=360)
+t0 = time.time()
+s.simulate({"v100": int(sys.argv[4]), "p100": 0, "k80": 0}, arrivals, jobs,
+           num_gpus_per_server={"v100": int(sys.argv[5]), "p100": 1, "k80": 1})
+wall = time.time() - t0
+print("GAVEL_RESULT", len(jobs), wall, s.get_average_jct())
+'''
+
+
+def gavel_available() -> bool:
+    return (GAVEL / "scheduler" / "scheduler.py").is_file()
+
+
+def run_gavel_fifo(workdir, jobs, gpus: int, gpus_per_server: int):
+    """Gavel's simulator, FIFO, ``gpus`` V100s: ``(wall s, average JCT s)``.
+
+    Every job becomes a ResNet-50 job whose step count makes its V100 run time equal to
+    the trace's duration at its GPU count (Gavel's scale factor).
+    """
+    from magnum_lib.workload.traces import load_gavel_throughputs
+
+    thr = load_gavel_throughputs()
+    trace = Path(workdir) / "gavel_philly.trace"
+    with open(trace, "w") as f:
+        for s, d, g in zip(jobs.submit_s, jobs.duration_s, jobs.num_gpus.tolist()):
+            steps = int(round(d * thr.isolated[(GAVEL_MODEL, g, "v100")]))
+            f.write(f"{GAVEL_MODEL}\tpython3 main.py\timage_classification/imagenet\t--num_minibatches"
+                    f"\t1\t{steps}\t{g}\t1\t-1\t{s:.6f}\n")
+    driver = Path(workdir) / "gavel_driver.py"
+    driver.write_text(_GAVEL_DRIVER)
+    out = subprocess.run([sys.executable, str(driver), str(GAVEL / "scheduler"), str(trace), "fifo",
+                          str(gpus), str(gpus_per_server)], check=True, capture_output=True, text=True)
+    line = [x for x in out.stdout.splitlines() if x.startswith("GAVEL_RESULT")][-1].split()
+    return float(line[2]), float(line[3])

@@ -1,0 +1,203 @@
+"""``faux-magnum replay``: replay a real trace under a scheduling policy (job level)."""
+from __future__ import annotations
+
+import json
+import math
+
+from magnum_lib.commands._common import int_value, print_table
+from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
+
+TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
+POLICIES = ("fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel", "gavel-blind", "ftf", "fgd")
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "replay", help="replay a real trace (Philly, Tiresias, Alibaba, Gavel) under a policy",
+        description="Job-level replay: jobs arrive, wait, run as gangs, may be preempted, "
+                    "finish; print JCT, queueing, utilization and fairness figures.")
+    p.add_argument("--trace", default="philly", choices=TRACES, help="which trace (default: philly)")
+    p.add_argument("--trace-file", metavar="PATH", help="read the trace from this file")
+    p.add_argument("--vc", help="Philly virtual cluster id (e.g. 0e4a51)")
+    p.add_argument("--min-duration", default="0s", metavar="D", help="keep jobs running >= D (e.g. 60s)")
+    p.add_argument("--gpu-counts", metavar="LIST", help="keep jobs with these GPU counts, e.g. 1,2,4,8")
+    p.add_argument("--max-jobs", metavar="N", help="keep the first N jobs after the filters")
+    p.add_argument("--jobs", default="200", metavar="N", help="Gavel trace: jobs to generate (default 200)")
+    p.add_argument("--jobs-per-hour", default="10", metavar="R", help="Gavel trace: arrival rate (default 10)")
+    p.add_argument("--nodes", metavar="N", help="cluster nodes (default: the trace's own cluster)")
+    p.add_argument("--gpus-per-node", default=None, metavar="G", help="GPUs per node (default 8; Tiresias 4)")
+    p.add_argument("--gpu-types", metavar="SPEC",
+                   help="Gavel trace: GPUs per type, e.g. v100:36,p100:36,k80:36 (default 8 each)")
+    p.add_argument("--placement", default="pooled",
+                   choices=["pooled", "consolidated", "spread", "random"], help="(default: pooled)")
+    p.add_argument("--policy", default="fifo-strict", choices=POLICIES, help="(default: fifo-strict)")
+    p.add_argument("--policy-file", metavar="FILE.py:NAME", help="your policy (class or function) instead")
+    p.add_argument("--las-thresholds", default="3250,7200", metavar="LIST",
+                   help="LAS queue thresholds in GPU-seconds (default Tiresias' 3250,7200)")
+    p.add_argument("--promote-knob", default="0", metavar="K",
+                   help="LAS starvation avoidance: back to queue 0 after waiting K x run time (0 = off)")
+    p.add_argument("--las-tiresias-jump", action="store_true",
+                   help="LAS demotion wake-ups by Tiresias' own formula (job-for-job agreement)")
+    p.add_argument("--round", default="360s", metavar="D", help="round length of gavel/ftf (default 360s)")
+    p.add_argument("--restore", default="0s", metavar="D", help="checkpoint-restore time per resume")
+    p.add_argument("--seed", default="0", metavar="S", help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_run)
+
+
+def load_policy_file(spec: str):
+    """``path.py:Name`` -> the object ``Name`` defined in that file."""
+    import runpy
+    from pathlib import Path
+
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name.isidentifier():
+        raise ParameterError("policy_file", f"must be FILE.py:NAME, got {excerpt(spec)}")
+    if not Path(path).is_file():
+        raise ParameterError("policy_file", f"{excerpt(path)} is not a file")
+    try:
+        ns = runpy.run_path(path)
+    except Exception as exc:  # the user's file: say which and why, in one line
+        raise ParameterError("policy_file", f"{excerpt(path)} failed to load: "
+                                            f"{type(exc).__name__}: {excerpt(str(exc))}") from None
+    if name not in ns:
+        raise ParameterError("policy_file", f"{excerpt(path)} defines no {name!r}")
+    return ns[name]
+
+
+def _int_list(name, text):
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(name, f"must be comma-separated integers, got {excerpt(text)}") from None
+    if not vals or min(vals) < 1:
+        raise ParameterError(name, f"must be integers >= 1, got {excerpt(text)}")
+    return vals
+
+
+def _range(name, value, lo, hi):
+    if not lo <= value <= hi:
+        raise ParameterError(name, f"must be in [{lo}, {hi}], got {value}")
+    return value
+
+
+def build(args):
+    """(jobs, cluster) for the parsed arguments."""
+    from magnum_lib.replay import ReplayCluster
+    from magnum_lib.replay import traces as T
+    from magnum_lib.units import parse_duration
+
+    min_dur = parse_param("min_duration", parse_duration, args.min_duration) / 1e9
+    if min_dur < 0:
+        raise ParameterError("min_duration", f"must be >= 0, got {args.min_duration}")
+    counts = _int_list("gpu_counts", args.gpu_counts) if args.gpu_counts else None
+    nodes = _range("nodes", int_value("nodes", args.nodes), 1, 1_000_000) if args.nodes else None
+    gpn = _range("gpus_per_node", int_value("gpus_per_node", args.gpus_per_node), 1, 1024) \
+        if args.gpus_per_node else None
+    if args.trace != "philly" and args.vc:
+        raise ParameterError("vc", "only applies to --trace philly")
+    path = args.trace_file
+    if args.trace == "philly":
+        if args.vc is None and nodes is None:
+            raise ParameterError("vc", "or --nodes is needed for the Philly trace (the VC's own "
+                                       "cluster comes from Helios' philly_vc.csv)")
+        jobs = T.philly_jobs(args.vc, min_dur, counts, path=path)
+        if nodes is None:
+            cluster = ReplayCluster.philly_vc(args.vc, gpn or 8, min_gpus=int(jobs.num_gpus.max()))
+        else:
+            cluster = ReplayCluster.uniform(nodes, gpn or 8)
+    elif args.trace == "tiresias":
+        jobs = T.tiresias_jobs(path)
+        cluster = ReplayCluster.uniform(nodes or 4, gpn or 4)
+    elif args.trace == "alibaba":
+        cluster = ReplayCluster.alibaba() if nodes is None else ReplayCluster.uniform(nodes, gpn or 8)
+        jobs = T.alibaba_pods(cluster if nodes is None else None, path)
+    elif args.trace == "gavel":
+        n = _range("jobs", int_value("jobs", args.jobs), 1, 10_000_000)
+        try:
+            rate = float(args.jobs_per_hour)
+        except ValueError:
+            raise ParameterError("jobs_per_hour", f"must be a number, got {excerpt(args.jobs_per_hour)}") from None
+        if not (rate > 0 and math.isfinite(rate)):
+            raise ParameterError("jobs_per_hour", f"must be > 0, got {excerpt(args.jobs_per_hour)}")
+        spec = {"v100": 8, "p100": 8, "k80": 8}
+        if args.gpu_types:
+            spec = {}
+            for part in args.gpu_types.split(","):
+                t, _, c = part.partition(":")
+                spec[t.strip()] = _range("gpu_types", int_value("gpu_types", c), 1, 1_000_000)
+        jobs = T.gavel_jobs(n, rate, int_value("seed", args.seed), tuple(spec), path)
+        cluster = ReplayCluster.from_counts(spec, gpn or 4)
+    else:
+        jobs = T.sample_jobs(path)
+        cluster = ReplayCluster.uniform(nodes or 4, gpn or 8)
+    if args.trace != "philly" and (counts or min_dur):
+        keep = jobs.work_ns >= round(min_dur * 1e9)
+        if counts:
+            import numpy as np
+            keep &= np.isin(jobs.num_gpus, counts)
+        if not keep.any():
+            raise ParameterError("gpu_counts", "and --min-duration keep no job")
+        jobs = jobs.subset(keep).shifted()
+    if args.max_jobs:
+        m = _range("max_jobs", int_value("max_jobs", args.max_jobs), 1, 100_000_000)
+        jobs = jobs.subset(slice(0, m))
+    return jobs, cluster
+
+
+def _builtin(args):
+    """The built-in policy named by --policy, with the LAS and round options."""
+    from magnum_lib.replay import make_policy
+    from magnum_lib.units import parse_duration
+
+    if args.policy == "las":
+        try:
+            th = [float(x) for x in args.las_thresholds.split(",") if x.strip()]
+        except ValueError:
+            raise ParameterError("las_thresholds", f"must be comma-separated numbers, got "
+                                                   f"{excerpt(args.las_thresholds)}") from None
+        try:
+            knob = float(args.promote_knob)
+        except ValueError:
+            raise ParameterError("promote_knob", f"must be a number, got {excerpt(args.promote_knob)}") from None
+        if not (0 <= knob <= 1e6):
+            raise ParameterError("promote_knob", f"must be in [0, 1e6], got {excerpt(args.promote_knob)}")
+        try:
+            return make_policy("las", thresholds_gpu_s=th, promote_knob=knob,
+                               tiresias_jump=args.las_tiresias_jump)
+        except ParameterError as exc:
+            raise ParameterError("las_thresholds", exc.detail) from None
+    if args.policy in ("gavel", "gavel-blind", "ftf"):
+        r = parse_param("round", parse_duration, args.round) / 1e9
+        if not 1e-3 <= r <= 1e7:
+            raise ParameterError("round", f"must be between 1ms and 1e7 s, got {excerpt(args.round)}")
+        return make_policy(args.policy, round_s=r)
+    return make_policy(args.policy)
+
+
+def _run(args) -> int:
+    from magnum_lib.replay import replay
+    from magnum_lib.units import parse_duration
+
+    seed = _range("seed", int_value("seed", args.seed), 0, 2**63 - 1)
+    restore = parse_param("restore", parse_duration, args.restore) / 1e9
+    if restore < 0:
+        raise ParameterError("restore", f"must be >= 0, got {args.restore}")
+    policy = load_policy_file(args.policy_file) if args.policy_file else _builtin(args)
+    jobs, cluster = build(args)
+    result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore)
+    s = result.summary()
+    s["trace"] = jobs.name
+    if args.json:
+        print(json.dumps(s))
+        return 0
+    rows = [("trace", f"{jobs.name} ({s['jobs']:,} jobs)"), ("cluster", repr(cluster)),
+            ("policy", f"{s['policy']} ({s['placement']} placement, {s['backend']} loop)"),
+            ("avg JCT", f"{s['avg_jct_s']:.6g} s"), ("median JCT", f"{s['median_jct_s']:.6g} s"),
+            ("p99 JCT", f"{s['p99_jct_s']:.6g} s"), ("avg queueing", f"{s['avg_queue_s']:.6g} s"),
+            ("p99 queueing", f"{s['p99_queue_s']:.6g} s"), ("makespan", f"{s['makespan_s']:.6g} s"),
+            ("utilization", f"{s['utilization']:.4f}"),
+            ("FTF rho max / mean", f"{s['ftf_rho_max']:.4g} / {s['ftf_rho_mean']:.4g}"),
+            ("preemptions", f"{s['preemptions']:,}"), ("wall time", f"{s['wall_s']:.3f} s")]
+    print_table(rows)
+    return 0

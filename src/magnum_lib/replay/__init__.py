@@ -1,0 +1,136 @@
+"""Job-level replay of real cluster traces under pluggable scheduling policies.
+
+Model
+-----
+Jobs (:class:`ReplayJobs`) arrive at their submit time, wait, run as a gang on all
+their GPUs at once (one GPU type per job), may be preempted and resumed (paying
+``restore_s`` of checkpoint-restore time without progress at each resume), and
+finish when their work is done. Time is int64 ns inside; results are in seconds.
+
+Semantics (the same in the Python loop and the compiled one)
+------------------------------------------------------------
+* Event order at one instant ``t``: (1) every job whose work is done at ``t``
+  finishes and its GPUs are free at once, (2) every job submitted at ``t`` joins
+  the queue (trace order), (3) the policy is called once and its decision applied
+  (preemptions first, then starts in the order given). So a job submitted at the
+  instant another finishes can take its GPUs; this is Tiresias' order (end events,
+  then start events, then the scheduling pass) and Gavel's for finished jobs.
+* Event-driven policies (``round_s is None``) are called at every instant where a
+  job arrives or finishes, or where the policy asked to be woken (a LAS demotion).
+  Round-based policies (Gavel, FTF; ``round_s``, default 360 s as Gavel) are called
+  only at ``0, round_s, 2 round_s, ...``: GPUs freed mid-round stay idle until then,
+  and a job arriving mid-round waits for the next round.
+* Ties: jobs are numbered by submit time, ties in trace order; every ranking a
+  built-in policy makes breaks ties by that number (lowest first); jobs finishing
+  at the same instant are released lowest id first.
+* Placement (``pooled``, ``consolidated``, ``spread``, ``random``; see
+  :mod:`~magnum_lib.replay.placement`) turns "start job j" into GPU ids. ``pooled`` is
+  GPU counting (Tiresias' ``count``, Gavel's simulator), the only one the compiled
+  loop handles; the others run in the Python loop.
+* Speed: a job on GPU type t progresses at ``speed[j, t]`` (1.0 without a matrix).
+
+Backends: built-in event-driven policies with pooled placement run in the compiled
+loop (``_fastloop.pyx``) unless ``MAGNUM_PUREPYTHON=1`` or ``backend="python"``;
+everything else (and every user policy) runs in ``engine_ref.py``. Both give the
+same numbers (tests/test_replay_parity.py).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.replay.api import Decision, JobView, Plan, Policy, PolicyError, View, as_policy
+from magnum_lib.replay.cluster import ReplayCluster
+from magnum_lib.replay.jobs import ReplayJobs, make_jobs
+from magnum_lib.replay.metrics import ReplayResult
+from magnum_lib.replay.placement import PLACEMENTS
+from magnum_lib.replay.policies import BUILTIN, make_policy
+
+__all__ = ["replay", "ReplayJobs", "make_jobs", "ReplayCluster", "ReplayResult", "Policy",
+           "PolicyError", "Decision", "View", "JobView", "Plan", "as_policy", "make_policy",
+           "BUILTIN", "PLACEMENTS"]
+
+NS = 1_000_000_000
+
+
+def _isolated_s(jobs, cluster):
+    """Run time of each job alone on its fastest allowed GPU type (seconds)."""
+    if jobs.speed is None:
+        return jobs.work_ns / NS
+    best = jobs.speed.max(axis=1)
+    return jobs.work_ns / NS / np.where(best > 0, best, np.nan)
+
+
+def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
+           placement: str = "pooled", seed: int = 0, restore_s: float = 0.0,
+           backend: str | None = None, progress: bool | None = None) -> ReplayResult:
+    """Replay ``jobs`` on ``cluster`` under ``policy``.
+
+    Parameters
+    ----------
+    policy : str, Policy, class or function
+        A built-in name (``sorted(BUILTIN)``) or your policy (see :mod:`.api`).
+    placement : str
+        One of ``PLACEMENTS``.
+    seed : int
+        For ``random`` placement and randomized policies.
+    restore_s : float
+        Checkpoint-restore time paid at every resume after a preemption (>= 0).
+    backend : None, "compiled" or "python"
+        None: compiled when available and the policy has a fast path.
+    progress : bool or None
+        A tqdm bar over finished jobs; None = only for more than 20,000 jobs.
+    """
+    if not isinstance(jobs, ReplayJobs):
+        raise ParameterError("jobs", f"must be ReplayJobs (see make_jobs), got {type(jobs).__name__}")
+    if not isinstance(cluster, ReplayCluster):
+        raise ParameterError("cluster", f"must be a ReplayCluster, got {type(cluster).__name__}")
+    check_choice("placement", placement, PLACEMENTS)
+    seed = check_int("seed", seed, 0, 2**63 - 1)
+    if not (isinstance(restore_s, (int, float)) and 0 <= restore_s <= 1e6):
+        raise ParameterError("restore_s", f"must be seconds in [0, 1e6], got {restore_s!r}")
+    if backend not in (None, "compiled", "python"):
+        raise ParameterError("backend", f"must be None, 'compiled' or 'python', got {backend!r}")
+    pol = make_policy(policy) if isinstance(policy, str) else as_policy(policy)
+    from magnum_lib.replay import engine_ref
+
+    engine_ref.check_fits(jobs, cluster)
+    use_fast = (getattr(pol, "fast", None) is not None and placement == "pooled"
+                and len(cluster.type_names) == 1 and jobs.whole_gpus and jobs.speed is None
+                and jobs.type_mask is None and backend != "python")
+    fast = None
+    if use_fast:
+        from magnum_lib import _backend
+
+        fast = _backend.pick("magnum_lib.replay._fastloop", "magnum_lib.replay.fastloop_ref")
+        if backend == "compiled" and not fast.__name__.endswith("_fastloop"):
+            raise ImportError("backend='compiled' but magnum_lib.replay._fastloop is not built")
+    n = len(jobs)
+    show = (n > 20_000) if progress is None else bool(progress)
+    bar = None
+    if show and fast is None:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, desc=f"replay {pol.name}", unit="job", leave=False)
+    t0 = time.perf_counter()
+    try:
+        if fast is not None:
+            out = fast.run_fast(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, cluster.total_gpus,
+                                pol.fast, round(restore_s * NS))
+            name = "compiled" if fast.__name__.endswith("_fastloop") else "python"
+        else:
+            out = engine_ref.run(jobs, cluster, pol, placement, seed, restore_s, bar)
+            name = "python"
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - t0
+    result = ReplayResult(pol.name, placement, name, jobs, cluster, jobs.submit_ns / NS,
+                          out["first_start"] / NS, out["finish"] / NS, _isolated_s(jobs, cluster),
+                          out["preemptions"], out["util_t"] / NS, out["util_busy"], wall, seed)
+    if "frag" in out:
+        result.frag = out["frag"]
+        result.extra["gpu_fragmentation"] = result.time_average(out["frag"])
+    return result

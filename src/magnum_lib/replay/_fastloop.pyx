@@ -1,0 +1,632 @@
+"""Compiled replay loop for the built-in event-driven policies on a pooled cluster.
+
+Same signature and numbers as :mod:`magnum_lib.replay.fastloop_ref` (the policy
+classes run by the readable loop). Policies: ``fifo-strict``, ``fifo-skip``,
+``sjf``, ``srtf``, ``las``. Semantics: see :mod:`magnum_lib.replay`.
+
+Data structures (why it is fast): waiting jobs sit in one binary heap per distinct
+GPU count, keyed by the policy's rank (id for FIFO, work for SJF, remaining work for
+SRTF, (queue, order) for LAS), ties by id. A pass then starts "the best-ranked
+waiting job that fits" by looking only at the heads of the buckets small enough, which
+is exactly a skip-ahead scan of the ranked list (GPUs only decrease during a pass, so a
+job skipped once never fits later in the same pass). Running jobs (at most one per
+GPU) are a small array kept in rank order. Stale heap entries (LAS promotions) are
+dropped lazily by comparing with the job's current key.
+"""
+from libc.math cimport ceil
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc, realloc
+
+import numpy as np
+
+cdef enum:
+    K_STRICT = 0
+    K_SKIP = 1
+    K_SJF = 2
+    K_SRTF = 3
+    K_LAS = 4
+
+cdef int64_t LAS_OFF = (<int64_t>1) << 43
+cdef int64_t NS_S = 1000000000
+
+
+cdef struct Heap:
+    int64_t* key
+    int64_t* job
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef inline bint _less(int64_t ka, int64_t ja, int64_t kb, int64_t jb) noexcept nogil:
+    return ka < kb or (ka == kb and ja < jb)
+
+
+cdef int heap_push(Heap* h, int64_t key, int64_t job) noexcept nogil:
+    cdef Py_ssize_t i, p
+    cdef int64_t* nk
+    cdef int64_t* nj
+    if h.size == h.cap:
+        nk = <int64_t*> realloc(h.key, 2 * h.cap * sizeof(int64_t))
+        if nk == NULL:
+            return -1
+        h.key = nk
+        nj = <int64_t*> realloc(h.job, 2 * h.cap * sizeof(int64_t))
+        if nj == NULL:
+            return -1
+        h.job = nj
+        h.cap *= 2
+    i = h.size
+    h.size += 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _less(key, job, h.key[p], h.job[p]):
+            break
+        h.key[i] = h.key[p]
+        h.job[i] = h.job[p]
+        i = p
+    h.key[i] = key
+    h.job[i] = job
+    return 0
+
+
+cdef void heap_pop(Heap* h) noexcept nogil:
+    cdef Py_ssize_t i = 0, c, n
+    cdef int64_t k, j
+    h.size -= 1
+    n = h.size
+    if n == 0:
+        return
+    k = h.key[n]
+    j = h.job[n]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(h.key[c + 1], h.job[c + 1], h.key[c], h.job[c]):
+            c += 1
+        if not _less(h.key[c], h.job[c], k, j):
+            break
+        h.key[i] = h.key[c]
+        h.job[i] = h.job[c]
+        i = c
+    h.key[i] = k
+    h.job[i] = j
+
+
+cdef struct Ctx:
+    Py_ssize_t n
+    int kind
+    int64_t total
+    int64_t restore
+    const int64_t* submit
+    const int64_t* work
+    const int64_t* gpus
+    int64_t* start
+    int64_t* finish
+    int64_t* preempts
+    # per-job state
+    signed char* status        # 0 not yet, 1 waiting, 2 running, 3 done
+    int64_t* rem
+    int64_t* ovh
+    int64_t* att
+    int64_t* key                # current rank key (waiting jobs: the valid heap key)
+    int64_t* bucket_of
+    # LAS
+    int nlim
+    const int64_t* lim
+    double knob
+    int64_t* q
+    int64_t* seq
+    int64_t* base
+    int64_t* starve
+    signed char* in_starv
+    int64_t counter
+    int64_t front
+    bint reordered              # a LAS demotion or promotion happened at this instant
+    bint tjump                  # Tiresias' demotion wake-up formula (see TiresiasLAS)
+    Heap dem                    # (demotion time, job) of running jobs; stale entries skipped
+    int64_t* dem_t              # the valid demotion time of each running job (-1: none)
+    # buckets
+    Py_ssize_t nb
+    int64_t* bsize
+    Heap* heaps
+    # running jobs in rank order
+    int64_t* run
+    Py_ssize_t nrun
+    # scratch (size total + n for small lists)
+    int64_t* tmp
+    int64_t* tmp2
+    int64_t* starv
+    Py_ssize_t nstarv
+    # utilization timeline
+    int64_t* ut
+    double* ub
+    Py_ssize_t nu
+    Py_ssize_t ucap
+
+
+cdef inline int64_t las_key(Ctx* c, int64_t j) noexcept nogil:
+    return (c.q[j] << 44) + (c.seq[j] + LAS_OFF)
+
+
+cdef inline int64_t rank_key(Ctx* c, int64_t j) noexcept nogil:
+    if c.kind == K_SJF:
+        return c.work[j]
+    if c.kind == K_SRTF:
+        return c.rem[j] if c.rem[j] > 0 else 0
+    if c.kind == K_LAS:
+        return las_key(c, j)
+    return j
+
+
+cdef inline int push_waiting(Ctx* c, int64_t j) noexcept nogil:
+    c.key[j] = rank_key(c, j)
+    return heap_push(&c.heaps[c.bucket_of[j]], c.key[j], j)
+
+
+cdef inline int64_t ceil_mul(double knob, int64_t ns) noexcept nogil:
+    return <int64_t> ceil(knob * <double> ns)
+
+
+cdef void sort_running(Ctx* c) noexcept nogil:
+    # Insertion sort by (key, id): the array is nearly sorted between passes.
+    cdef Py_ssize_t a, b
+    cdef int64_t j, kj
+    if c.kind == K_SRTF:  # remaining work changed; LAS keys are kept current as they change
+        for a in range(c.nrun):
+            c.key[c.run[a]] = rank_key(c, c.run[a])
+    for a in range(1, c.nrun):
+        j = c.run[a]
+        kj = c.key[j]
+        b = a - 1
+        while b >= 0 and _less(kj, j, c.key[c.run[b]], c.run[b]):
+            c.run[b + 1] = c.run[b]
+            b -= 1
+        c.run[b + 1] = j
+
+
+cdef int64_t best_waiting(Ctx* c, int64_t budget, Py_ssize_t* which) noexcept nogil:
+    # The best-ranked waiting job with gpus <= budget (-1 if none); drops stale heads.
+    cdef Py_ssize_t b
+    cdef int64_t bj = -1, bk = 0, j
+    cdef Heap* h
+    for b in range(c.nb):
+        if c.bsize[b] > budget:
+            break
+        h = &c.heaps[b]
+        while h.size > 0:
+            j = h.job[0]
+            if c.status[j] == 1 and c.key[j] == h.key[0]:
+                break
+            heap_pop(h)
+        if h.size > 0 and (bj < 0 or _less(h.key[0], h.job[0], bk, bj)):
+            bj = h.job[0]
+            bk = h.key[0]
+            which[0] = b
+    return bj
+
+
+cdef inline void start_job(Ctx* c, int64_t j, int64_t t) noexcept nogil:
+    c.status[j] = 2
+    if c.start[j] < 0:
+        c.start[j] = t
+    elif c.restore > 0:
+        c.ovh[j] = c.restore
+
+
+cdef int pass_nonpreemptive(Ctx* c, int64_t t, int64_t* free_gpus, Py_ssize_t* head) noexcept nogil:
+    cdef int64_t j
+    cdef Py_ssize_t which = 0
+    if c.kind == K_STRICT:
+        while head[0] < c.n and c.status[head[0]] == 1 and c.gpus[head[0]] <= free_gpus[0]:
+            j = head[0]
+            start_job(c, j, t)
+            free_gpus[0] -= c.gpus[j]
+            c.run[c.nrun] = j
+            c.nrun += 1
+            head[0] += 1
+        return 0
+    while free_gpus[0] > 0:
+        j = best_waiting(c, free_gpus[0], &which)
+        if j < 0:
+            break
+        heap_pop(&c.heaps[which])
+        start_job(c, j, t)
+        free_gpus[0] -= c.gpus[j]
+        c.run[c.nrun] = j
+        c.nrun += 1
+    return 0
+
+
+cdef bint pass_is_noop(Ctx* c, int64_t free_gpus) noexcept nogil:
+    # True when the pass provably changes nothing: every waiting job ranks after every
+    # running one and none fits in the free GPUs. (Then the LAS renumbering would keep
+    # the same order too, unless a demotion or promotion just happened: c.reordered.)
+    cdef Py_ssize_t b
+    cdef int64_t j, lk = 0, lj = -1
+    cdef Heap* h
+    if c.nrun > 0:
+        lj = c.run[c.nrun - 1]
+        lk = c.key[lj]
+    for b in range(c.nb):
+        h = &c.heaps[b]
+        while h.size > 0:
+            j = h.job[0]
+            if c.status[j] == 1 and c.key[j] == h.key[0]:
+                break
+            heap_pop(h)
+        if h.size == 0:
+            continue
+        if c.bsize[b] <= free_gpus:
+            return False
+        if lj >= 0 and _less(h.key[0], h.job[0], lk, lj):
+            return False
+    return True
+
+
+cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
+    # Rank running and waiting jobs together; give GPUs in rank order while they fit.
+    cdef int64_t budget = c.total, j = -1, r = 0
+    cdef Py_ssize_t ri = 0, nchosen = 0, npre = 0, which = 0, k
+    cdef int64_t* chosen = c.tmp
+    cdef int64_t* pre = c.tmp2
+    cdef bint take_running
+    sort_running(c)
+    if not c.reordered and pass_is_noop(c, free_gpus[0]):
+        return 0
+    while True:
+        while ri < c.nrun and c.gpus[c.run[ri]] > budget:
+            pre[npre] = c.run[ri]
+            npre += 1
+            ri += 1
+        # The best waiting job that fits stays the best while it still fits (the budget
+        # only shrinks), so look it up again only after it started or stopped fitting.
+        if j < 0 or c.gpus[j] > budget:
+            j = best_waiting(c, budget, &which) if budget > 0 else -1
+        if ri < c.nrun:
+            r = c.run[ri]
+            take_running = j < 0 or _less(c.key[r], r, c.key[j], j)
+        elif j >= 0:
+            take_running = False
+        else:
+            break
+        if take_running:
+            chosen[nchosen] = r
+            ri += 1
+            budget -= c.gpus[r]
+        else:
+            heap_pop(&c.heaps[which])
+            start_job(c, j, t)
+            chosen[nchosen] = j
+            budget -= c.gpus[j]
+            j = -1
+        nchosen += 1
+    # Running jobs not chosen are preempted, in rank order: those skipped above, then the tail.
+    while ri < c.nrun:
+        pre[npre] = c.run[ri]
+        npre += 1
+        ri += 1
+    if c.kind == K_LAS:  # running-after-pass to the front of their queues, in scan order
+        c.front -= nchosen
+        for k in range(nchosen):
+            c.seq[chosen[k]] = c.front + k
+    for k in range(npre):
+        r = pre[k]
+        c.status[r] = 1
+        c.preempts[r] += 1
+        if push_waiting(c, r) != 0:
+            return -2
+        if c.kind == K_LAS and c.knob > 0 and not c.in_starv[r] and c.att[r] - c.base[r] > 0:
+            c.in_starv[r] = 1
+            c.starv[c.nstarv] = r
+            c.nstarv += 1
+    for k in range(nchosen):
+        r = chosen[k]
+        c.run[k] = r
+        c.key[r] = rank_key(c, r)
+        if c.kind == K_LAS and c.q[r] < c.nlim and not c.tjump:
+            j = t + (c.lim[c.q[r]] - (c.att[r] - c.base[r]) * c.gpus[r] + c.gpus[r] - 1) // c.gpus[r]
+            if j != c.dem_t[r]:
+                c.dem_t[r] = j
+                if heap_push(&c.dem, j, r) != 0:
+                    return -2
+    for k in range(npre):
+        c.dem_t[pre[k]] = -1
+    c.nrun = nchosen
+    free_gpus[0] = budget
+    return 0
+
+
+cdef int record_util(Ctx* c, int64_t t, double busy) noexcept nogil:
+    cdef int64_t* nt
+    cdef double* nb
+    if c.nu > 0 and (c.ut[c.nu - 1] == t or c.ub[c.nu - 1] == busy):
+        if c.ut[c.nu - 1] == t:
+            c.ub[c.nu - 1] = busy
+        return 0
+    if c.nu == c.ucap:
+        nt = <int64_t*> realloc(c.ut, 2 * c.ucap * sizeof(int64_t))
+        if nt == NULL:
+            return -2
+        c.ut = nt
+        nb = <double*> realloc(c.ub, 2 * c.ucap * sizeof(double))
+        if nb == NULL:
+            return -2
+        c.ub = nb
+        c.ucap *= 2
+    c.ut[c.nu] = t
+    c.ub[c.nu] = busy
+    c.nu += 1
+    return 0
+
+
+cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
+    # Demotions of running jobs and promotions of starving ones, in id order.
+    cdef Py_ssize_t k, m = 0, a, b
+    cdef int64_t j, ran, x
+    cdef int64_t* ids = c.tmp
+    if c.tjump:   # demotions are checked for every running job at every event, as Tiresias
+        for k in range(c.nrun):
+            j = c.run[k]
+            if c.q[j] < c.nlim and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
+                ids[m] = j
+                m += 1
+    while c.dem.size > 0 and c.dem.key[0] <= t:
+        j = c.dem.job[0]
+        if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0] and c.q[j] < c.nlim \
+                and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
+            ids[m] = j
+            m += 1
+            c.dem_t[j] = -1
+        heap_pop(&c.dem)
+    if c.knob > 0:
+        k = 0
+        while k < c.nstarv:
+            j = c.starv[k]
+            if c.status[j] != 1 or c.att[j] - c.base[j] <= 0:
+                c.in_starv[j] = 0
+                c.starv[k] = c.starv[c.nstarv - 1]
+                c.nstarv -= 1
+                continue
+            c.starve[j] += dt
+            if c.q[j] > 0 and c.starve[j] >= ceil_mul(c.knob, c.att[j] - c.base[j]):
+                ids[m] = j
+                m += 1
+            k += 1
+    c.reordered = m > 0
+    for a in range(1, m):
+        x = ids[a]
+        b = a - 1
+        while b >= 0 and ids[b] > x:
+            ids[b + 1] = ids[b]
+            b -= 1
+        ids[b + 1] = x
+    for k in range(m):
+        j = ids[k]
+        if c.status[j] == 2:
+            c.q[j] += 1
+            c.seq[j] = c.counter
+            c.counter += 1
+            c.key[j] = las_key(c, j)
+            continue
+        else:
+            c.starve[j] = 0
+            c.base[j] = c.att[j]
+            c.q[j] = 0
+        c.seq[j] = c.counter
+        c.counter += 1
+        if c.status[j] == 1 and push_waiting(c, j) != 0:
+            return -2
+    return 0
+
+
+cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
+    cdef int64_t w = -1, j, left, x
+    cdef Py_ssize_t k
+    while c.dem.size > 0:
+        j = c.dem.job[0]
+        if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0]:
+            break
+        heap_pop(&c.dem)
+    if c.dem.size > 0 and c.dem.key[0] > t:
+        w = c.dem.key[0]
+    if c.tjump:
+        for k in range(c.nrun):
+            j = c.run[k]
+            if c.q[j] < c.nlim:
+                x = t + (c.lim[c.q[j]] - (c.att[j] - c.base[j]) + c.gpus[j] * NS_S - 1) \
+                    // (c.gpus[j] * NS_S) * NS_S
+                if x > t and (w < 0 or x < w):
+                    w = x
+    if c.knob > 0:
+        for k in range(c.nstarv):
+            j = c.starv[k]
+            if c.status[j] == 1 and c.q[j] > 0 and c.att[j] - c.base[j] > 0:
+                x = ceil_mul(c.knob, c.att[j] - c.base[j]) - c.starve[j]
+                x = t + (x if x > 1 else 1)
+                if w < 0 or x < w:
+                    w = x
+    return w
+
+
+cdef int loop(Ctx* c) noexcept nogil:
+    cdef Py_ssize_t i = 0, head = 0, k, m
+    cdef int64_t t = 0, now = 0, tn, dt, o, j, free_gpus = c.total, wake = -1
+    cdef Py_ssize_t done = 0
+    while done < c.n:
+        tn = -1
+        if i < c.n:
+            tn = c.submit[i]
+        for k in range(c.nrun):
+            j = c.run[k]
+            o = now + c.ovh[j] + (c.rem[j] if c.rem[j] > 0 else 0)
+            if tn < 0 or o < tn:
+                tn = o
+        if wake >= 0 and (tn < 0 or wake < tn):
+            tn = wake
+        if tn < 0:
+            return -1
+        t = tn
+        dt = t - now
+        if dt > 0:
+            for k in range(c.nrun):
+                j = c.run[k]
+                o = c.ovh[j] if c.ovh[j] < dt else dt
+                c.ovh[j] -= o
+                c.rem[j] -= dt - o
+                c.att[j] += dt
+        now = t
+        # (1) finishes: compact the running array, keeping its order
+        m = 0
+        for k in range(c.nrun):
+            j = c.run[k]
+            if c.rem[j] <= 0:
+                c.status[j] = 3
+                c.finish[j] = t
+                free_gpus += c.gpus[j]
+                done += 1
+            else:
+                c.run[m] = j
+                m += 1
+        c.nrun = m
+        # (2) arrivals
+        while i < c.n and c.submit[i] == t:
+            c.status[i] = 1
+            if c.kind == K_LAS:
+                c.q[i] = 0
+                c.seq[i] = c.counter
+                c.counter += 1
+            if c.kind != K_STRICT and push_waiting(c, i) != 0:
+                return -2
+            i += 1
+        # (3) the pass
+        if c.kind == K_LAS:
+            if las_updates(c, t, dt) != 0:
+                return -2
+        if c.kind == K_SRTF or c.kind == K_LAS:
+            if pass_preemptive(c, t, &free_gpus) != 0:
+                return -2
+        else:
+            pass_nonpreemptive(c, t, &free_gpus, &head)
+        wake = next_wake(c, t) if c.kind == K_LAS else -1
+        if record_util(c, t, <double> (c.total - free_gpus)) != 0:
+            return -2
+    return 0
+
+
+def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
+    """Replay on ``total_gpus`` pooled GPUs under the built-in policy ``spec``.
+
+    ``spec``: ``("fifo-strict",)``, ``("fifo-skip",)``, ``("sjf",)``, ``("srtf",)`` or
+    ``("las", thresholds_ns, promote_knob)``. Returns the dict of
+    :func:`magnum_lib.replay.engine_ref.run`.
+    """
+    kinds = {"fifo-strict": K_STRICT, "fifo-skip": K_SKIP, "sjf": K_SJF, "srtf": K_SRTF, "las": K_LAS}
+    if spec[0] not in kinds:
+        raise ValueError(f"no fast path for policy {spec[0]!r}")
+    cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
+    cdef const int64_t[::1] wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
+    cdef const int64_t[::1] gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
+    cdef Py_ssize_t n = sub.shape[0]
+    cdef int64_t total = int(total_gpus)
+    if wrk.shape[0] != n or gp.shape[0] != n:
+        raise ValueError("submit_ns, work_ns and num_gpus must have the same length")
+    if n and (np.min(gp) < 1 or np.max(gp) > total):
+        raise ValueError("every job needs 1..total_gpus GPUs")
+    if n > 1 and np.any(np.diff(np.asarray(sub)) < 0):
+        raise ValueError("submit_ns must be sorted")
+    if n and np.min(wrk) < 1:
+        raise ValueError("work_ns must be >= 1")
+    lim_np = np.asarray(spec[1] if spec[0] == "las" else (), dtype=np.int64)
+    cdef const int64_t[::1] lim = np.ascontiguousarray(lim_np) if lim_np.size else np.zeros(1, np.int64)
+    start = np.full(n, -1, np.int64)
+    finish = np.full(n, -1, np.int64)
+    pre = np.zeros(n, np.int64)
+    status = np.zeros(n, np.int8)
+    rem = np.array(wrk, dtype=np.int64)
+    z = [np.zeros(n, np.int64) for _ in range(8)]
+    sizes, bucket_of = np.unique(np.asarray(gp), return_inverse=True)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    bucket_of = np.ascontiguousarray(bucket_of, dtype=np.int64)
+    starv_flag = np.zeros(n, np.int8)
+    scratch = np.zeros(total + n + 1, np.int64)
+    scratch2 = np.zeros(total + n + 1, np.int64)
+    starv = np.zeros(n + 1, np.int64)
+    run = np.zeros(total + 1, np.int64)
+    cdef int64_t[::1] v_start = start, v_finish = finish, v_pre = pre, v_rem = rem
+    cdef signed char[::1] v_status = status, v_sf = starv_flag
+    cdef int64_t[::1] v_ovh = z[0], v_att = z[1], v_key = z[2], v_q = z[3], v_seq = z[4]
+    cdef int64_t[::1] v_base = z[5], v_starve = z[6], v_bo = bucket_of, v_bs = sizes
+    cdef int64_t[::1] v_tmp = scratch, v_tmp2 = scratch2, v_starv = starv, v_run = run
+    cdef Ctx c
+    cdef Py_ssize_t b
+    cdef int rc
+    c.n = n
+    c.kind = kinds[spec[0]]
+    c.total = total
+    c.restore = int(restore_ns)
+    c.submit = &sub[0] if n else NULL
+    c.work = &wrk[0] if n else NULL
+    c.gpus = &gp[0] if n else NULL
+    if n == 0:
+        return dict(first_start=start, finish=finish, preemptions=pre,
+                    util_t=np.zeros(0, np.int64), util_busy=np.zeros(0))
+    c.start, c.finish, c.preempts = &v_start[0], &v_finish[0], &v_pre[0]
+    c.status, c.rem, c.ovh, c.att = &v_status[0], &v_rem[0], &v_ovh[0], &v_att[0]
+    c.key, c.bucket_of = &v_key[0], &v_bo[0]
+    c.nlim = lim_np.size
+    c.lim = &lim[0]
+    c.knob = float(spec[2]) if spec[0] == "las" else 0.0
+    c.q, c.seq, c.base, c.starve, c.in_starv = &v_q[0], &v_seq[0], &v_base[0], &v_starve[0], &v_sf[0]
+    c.counter = 0
+    c.front = 0
+    c.reordered = False
+    c.tjump = bool(spec[3]) if spec[0] == "las" and len(spec) > 3 else False
+    dem_t = np.full(n, -1, np.int64)
+    cdef int64_t[::1] v_dem = dem_t
+    c.dem_t = &v_dem[0]
+    c.dem.cap = 64
+    c.dem.size = 0
+    c.dem.key = <int64_t*> malloc(64 * sizeof(int64_t))
+    c.dem.job = <int64_t*> malloc(64 * sizeof(int64_t))
+    c.nb = sizes.size
+    c.bsize = &v_bs[0]
+    c.run, c.nrun = &v_run[0], 0
+    c.tmp, c.tmp2, c.starv, c.nstarv = &v_tmp[0], &v_tmp2[0], &v_starv[0], 0
+    c.ucap = 1024
+    c.nu = 0
+    c.ut = <int64_t*> malloc(c.ucap * sizeof(int64_t))
+    c.ub = <double*> malloc(c.ucap * sizeof(double))
+    c.heaps = <Heap*> malloc(c.nb * sizeof(Heap))
+    if c.ut == NULL or c.ub == NULL or c.heaps == NULL:
+        free(c.ut); free(c.ub); free(c.heaps)
+        raise MemoryError("replay: out of memory")
+    for b in range(c.nb):
+        c.heaps[b].cap = 64
+        c.heaps[b].size = 0
+        c.heaps[b].key = <int64_t*> malloc(64 * sizeof(int64_t))
+        c.heaps[b].job = <int64_t*> malloc(64 * sizeof(int64_t))
+    try:
+        if c.dem.key == NULL or c.dem.job == NULL:
+            raise MemoryError("replay: out of memory")
+        for b in range(c.nb):
+            if c.heaps[b].key == NULL or c.heaps[b].job == NULL:
+                raise MemoryError("replay: out of memory")
+        with nogil:
+            rc = loop(&c)
+        if rc == -2:
+            raise MemoryError("replay: out of memory")
+        if rc == -1:
+            raise RuntimeError("replay stalled: jobs wait on an idle cluster")
+        ut = np.array(<int64_t[:c.nu]> c.ut, dtype=np.int64) if c.nu else np.zeros(0, np.int64)
+        ub = np.array(<double[:c.nu]> c.ub, dtype=np.float64) if c.nu else np.zeros(0)
+    finally:
+        for b in range(c.nb):
+            free(c.heaps[b].key)
+            free(c.heaps[b].job)
+        free(c.heaps)
+        free(c.dem.key)
+        free(c.dem.job)
+        free(c.ut)
+        free(c.ub)
+    return dict(first_start=start, finish=finish, preemptions=pre, util_t=ut, util_busy=ub)

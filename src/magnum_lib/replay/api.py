@@ -1,0 +1,319 @@
+"""The policy plug-in API: what a policy sees and what it may decide.
+
+A policy is a class with a ``schedule(view)`` method (or a plain function
+``f(view)``, wrapped by :func:`as_policy`). At every decision instant the replay
+calls it with a :class:`View` and applies the :class:`Decision` it returns::
+
+    class SmallestFirst(Policy):
+        name = "smallest-first"
+        def schedule(self, view):
+            plan = view.plan()
+            for job in sorted(view.queue, key=lambda j: (j.num_gpus, j.id)):
+                plan.start(job)          # False (and nothing reserved) when it does not fit
+            return plan
+
+``view.plan()`` is a scratch copy of the free GPUs that places jobs with the replay's
+placement rule, so a policy never has to pick GPU ids itself (it may:
+``plan.start(job, gpus=[...])``). Returning a :class:`Decision` built by hand, or a
+list of job ids to start, works as well. Every decision is checked in full before any
+of it is applied: a GPU given twice, a gang started without all its GPUs, an unknown
+or finished job id, a job started twice or preempted while not running raise
+:class:`PolicyError` naming the policy and the offending decision, and the cluster is
+left exactly as it was.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from magnum_lib.engine.errors import ParameterError, excerpt
+
+__all__ = ["Policy", "PolicyError", "Decision", "View", "JobView", "Plan", "as_policy"]
+
+NS = 1_000_000_000
+
+
+class PolicyError(ParameterError):
+    """A policy returned an invalid decision (nothing of it was applied)."""
+
+    def __init__(self, policy_name: str, detail: str):
+        super().__init__("policy", f"{policy_name!r}: {detail}")
+        self.policy = policy_name
+
+
+class Policy:
+    """Base class of every policy (built-in or yours).
+
+    Attributes
+    ----------
+    name : str
+        Shown in errors and leaderboards.
+    round_s : float or None
+        None: ``schedule`` is called after every event (arrival, finish, wake-up).
+        A number: only at round boundaries ``0, round_s, 2 round_s, ...`` (Gavel's
+        time-sliced rounds; GPUs a job frees mid-round stay idle until the next round).
+    """
+
+    name = "policy"
+    round_s: float | None = None
+
+    def reset(self, jobs, cluster) -> None:
+        """Called once before a replay with its :class:`~magnum_lib.replay.jobs.ReplayJobs`
+        and :class:`~magnum_lib.replay.cluster.ReplayCluster` (clear per-replay state here)."""
+
+    def schedule(self, view: "View"):
+        raise NotImplementedError("a policy must define schedule(self, view)")
+
+    def __repr__(self) -> str:
+        return f"<policy {self.name}>"
+
+
+class _FunctionPolicy(Policy):
+    def __init__(self, func, name=None, round_s=None):
+        self._func = func
+        self.name = name or getattr(func, "__name__", "function")
+        self.round_s = round_s
+
+    def schedule(self, view):
+        return self._func(view)
+
+
+def as_policy(obj, name=None) -> Policy:
+    """A :class:`Policy` from a Policy instance, a Policy subclass or a function ``f(view)``."""
+    if isinstance(obj, Policy):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, Policy):
+        return obj()
+    if isinstance(obj, type) and callable(getattr(obj, "schedule", None)):
+        inst = obj()
+        return _FunctionPolicy(inst.schedule, name or getattr(inst, "name", obj.__name__),
+                               getattr(inst, "round_s", None))
+    if callable(getattr(obj, "schedule", None)):
+        return _FunctionPolicy(obj.schedule, name or getattr(obj, "name", type(obj).__name__),
+                               getattr(obj, "round_s", None))
+    if callable(obj):
+        return _FunctionPolicy(obj, name)
+    raise ParameterError("policy", f"must be a Policy, a class with schedule(view) or a "
+                                   f"function f(view), got {excerpt(obj)}")
+
+
+@dataclass
+class Decision:
+    """What to do now: ``preempt`` (job ids) first, then ``start`` in order.
+
+    ``start`` items: a job id (placed by the replay's placement rule), ``(id, [gpu ids])``
+    or ``(id, "gpu type name")``. ``wake_s``: call the policy again at this absolute
+    time (seconds) even if no job arrives or finishes (e.g. a LAS demotion); each
+    decision's wake-up replaces the previous one (None: no wake-up).
+    """
+
+    start: list = field(default_factory=list)
+    preempt: list = field(default_factory=list)
+    wake_s: float | None = None
+    wake_ns: int | None = None
+
+
+class JobView:
+    """One job as a policy sees it (read-only numbers in seconds)."""
+
+    __slots__ = ("id", "submit_s", "num_gpus", "gpu_milli", "duration_s", "attained_s",
+                 "attained_gpu_s", "attained_ns", "remaining_s", "remaining_ns", "wait_s", "gpus", "gpu_type", "model",
+                 "group", "preemptions", "running")
+
+    def __repr__(self) -> str:
+        state = f"running on {list(self.gpus)}" if self.running else f"waiting {self.wait_s:g} s"
+        return f"JobView(id={self.id}, gpus={self.num_gpus}, {state})"
+
+
+class View:
+    """The replay as a policy sees it at ``now_s``.
+
+    Attributes
+    ----------
+    now_s : float
+    queue : tuple of JobView
+        Waiting jobs (never started or preempted), by submit time then id.
+    running : tuple of JobView
+    free_gpus : int
+        Whole idle GPUs (all types).
+    free_by_type : dict
+        Whole idle GPUs of each type name.
+    cluster, jobs : the replay's cluster and job list (static data, e.g. the speed matrix).
+    """
+
+    def __init__(self, state, queue, running):
+        self._state = state
+        self.now_ns = state.now
+        self.now_s = state.now / NS
+        self.queue = queue
+        self.running = running
+        self.cluster = state.cluster
+        self.jobs = state.jobs
+        whole = state.free == 1000
+        self.free_gpus = int(whole.sum())
+        self.free_by_type = {n: int((whole & (state.gpu_type == t)).sum())
+                             for t, n in enumerate(state.cluster.type_names)}
+        self.free_milli = state.free.copy()
+        self.free_milli.setflags(write=False)
+
+    def plan(self) -> "Plan":
+        """A scratch copy of the free GPUs to build a decision in (see :class:`Plan`)."""
+        return Plan(self._state)
+
+
+class Plan:
+    """A decision under construction; return it from ``schedule``.
+
+    ``start(job)`` places the job with the replay's placement rule on the GPUs still
+    free in this plan and returns True, or returns False and reserves nothing.
+    ``preempt(job)`` frees a running job's GPUs in the plan (starting it again in the
+    same plan moves it; that counts as a preemption). ``wake_at(t_s)`` asks for
+    a call at that time.
+    """
+
+    def __init__(self, state):
+        self._state = state
+        self.free = state.free.copy()
+        self._starts, self._preempts, self._wake = [], [], None
+        self._taken = set()      # started in this plan
+
+    @property
+    def free_gpus(self) -> int:
+        return int((self.free == 1000).sum())
+
+    def fits(self, job) -> bool:
+        return self._state.place(job.id, self.free, None, probe=True) is not None
+
+    def start(self, job, gpus=None, gpu_type=None) -> bool:
+        jid = job.id if isinstance(job, JobView) else job
+        if jid in self._taken or (self._state.status[jid] == 2 and jid not in self._preempts):
+            return False
+        where = self._state.place(jid, self.free, gpu_type) if gpus is None else list(gpus)
+        if where is None:
+            return False
+        milli = int(self._state.jobs.gpu_milli[jid])
+        if gpus is not None:  # explicit GPUs: checked again when applied; here only reserve
+            if any(not (0 <= g < self.free.size) or self.free[g] < milli for g in where):
+                return False
+        self.free[where] -= milli
+        self._starts.append((jid, where))
+        self._taken.add(jid)
+        return True
+
+    def preempt(self, job) -> None:
+        jid = job.id if isinstance(job, JobView) else job
+        st = self._state
+        if st.status[jid] == 2 and jid not in self._preempts:
+            self.free[st.alloc[jid]] += int(st.jobs.gpu_milli[jid])
+            self._preempts.append(jid)
+
+    def wake_at(self, t_s: float) -> None:
+        self.wake_at_ns(math.ceil(t_s * NS))
+
+    def wake_at_ns(self, t_ns: int) -> None:
+        self._wake = int(t_ns) if self._wake is None else min(self._wake, int(t_ns))
+
+    def decision(self) -> Decision:
+        return Decision(list(self._starts), list(self._preempts), None, self._wake)
+
+
+def _as_job_id(policy, what, value, n):
+    if isinstance(value, JobView):
+        value = value.id
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PolicyError(policy, f"{what}: job id must be an integer, got {excerpt(value)}")
+    value = int(value)
+    if not 0 <= value < n:
+        raise PolicyError(policy, f"{what}: unknown job id {value} (ids are 0..{n - 1})")
+    return value
+
+
+def normalize(policy: str, out, state) -> Decision:
+    """Turn what ``schedule`` returned into a checked :class:`Decision` (or raise PolicyError)."""
+    if out is None:
+        return Decision()
+    if isinstance(out, Plan):
+        out = out.decision()
+    elif isinstance(out, (list, tuple)):
+        out = Decision(start=list(out))
+    elif not isinstance(out, Decision):
+        raise PolicyError(policy, f"schedule() must return a Plan, a Decision, a list of job ids "
+                                  f"or None, got {excerpt(out)}")
+    n = len(state.jobs)
+    free = state.free.copy()
+    seen = set()
+    preempt = []
+    for item in out.preempt:
+        jid = _as_job_id(policy, "preempt", item, n)
+        if jid in seen:
+            raise PolicyError(policy, f"preempt job {jid}: listed twice")
+        if state.status[jid] != 2:
+            raise PolicyError(policy, f"preempt job {jid}: it is not running "
+                                      f"({_STATUS[state.status[jid]]})")
+        seen.add(jid)
+        free[state.alloc[jid]] += int(state.jobs.gpu_milli[jid])
+        preempt.append(jid)
+    start, started = [], set()
+    for item in out.start:
+        gpus = gtype = None
+        if isinstance(item, tuple) and len(item) == 2:
+            item, where = item
+            if isinstance(where, str):
+                gtype = where
+            else:
+                gpus = where
+        jid = _as_job_id(policy, "start", item, n)
+        what = f"start job {jid}"
+        if jid in started:
+            raise PolicyError(policy, f"{what}: the decision already starts it")
+        if state.status[jid] != 1 and jid not in seen:  # (preempted above = moved)
+            raise PolicyError(policy, f"{what}: it is not waiting ({_STATUS[state.status[jid]]})")
+        started.add(jid)
+        need = int(state.jobs.num_gpus[jid])
+        milli = int(state.jobs.gpu_milli[jid])
+        if gtype is not None and gtype not in state.cluster.type_names:
+            raise PolicyError(policy, f"{what}: unknown GPU type {excerpt(gtype)} "
+                                      f"(types: {', '.join(state.cluster.type_names)})")
+        if gpus is None:
+            gpus = state.place(jid, free, gtype)
+            if gpus is None:
+                raise PolicyError(policy, f"{what}: needs {need} GPU(s) of {milli} milli, "
+                                          f"not free after the earlier items of this decision")
+        try:
+            gpus = [int(g) for g in gpus]
+        except (TypeError, ValueError):
+            raise PolicyError(policy, f"{what}: GPU ids must be integers, got {excerpt(gpus)}") from None
+        if len(gpus) != need:
+            raise PolicyError(policy, f"{what}: a gang of {need} GPU(s) needs all of them at once, "
+                                      f"got {len(gpus)}")
+        if len(set(gpus)) != len(gpus):
+            raise PolicyError(policy, f"{what}: GPU given twice in {excerpt(gpus)}")
+        for g in gpus:
+            if not 0 <= g < free.size:
+                raise PolicyError(policy, f"{what}: unknown GPU {g} (GPUs are 0..{free.size - 1})")
+            if free[g] < milli or (milli == 1000 and free[g] != 1000):
+                raise PolicyError(policy, f"{what}: GPU {g} is already given ({1000 - free[g]} "
+                                          f"of 1000 milli in use)")
+        types = set(state.gpu_type[gpus].tolist())
+        if len(types) != 1:
+            raise PolicyError(policy, f"{what}: a gang must be on GPUs of one type")
+        t = types.pop()
+        if not state.allowed(jid, t):
+            raise PolicyError(policy, f"{what}: cannot run on GPU type "
+                                      f"{state.cluster.type_names[t]!r}")
+        free[gpus] -= milli
+        start.append((jid, gpus))
+    wake = out.wake_ns
+    if out.wake_s is not None:
+        w = out.wake_s
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not np.isfinite(w):
+            raise PolicyError(policy, f"wake_s must be a time in seconds, got {excerpt(w)}")
+        w = math.ceil(w * NS)
+        wake = w if wake is None else min(wake, w)
+    return Decision(start, preempt, None, wake)
+
+
+_STATUS = {0: "not submitted yet", 1: "waiting", 2: "running", 3: "finished"}

@@ -1,0 +1,226 @@
+"""The readable replay loop in pure Python: any policy, any placement, any cluster.
+
+See :mod:`magnum_lib.replay` for the semantics (event order at one instant, when
+GPUs become free, ties). The compiled loop in ``_fastloop.pyx`` runs the built-in
+event-driven policies on pooled clusters and must give the same numbers.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from magnum_lib.replay import placement as _placement
+from magnum_lib.replay.api import JobView, PolicyError, View, normalize
+
+NS = 1_000_000_000
+
+
+class _State:
+    def __init__(self, jobs, cluster, place_name, seed, restore_ns):
+        n = len(jobs)
+        self.jobs, self.cluster = jobs, cluster
+        self.gpu_type = cluster.gpu_type
+        self.gpu_node = cluster.gpu_node
+        self.free = np.full(cluster.total_gpus, 1000, dtype=np.int64)
+        self._place = _placement.FUNCTIONS[place_name]
+        self.rng = np.random.default_rng(seed)
+        self.status = np.zeros(n, np.int8)
+        self.alloc = [[] for _ in range(n)]
+        self.rem = jobs.work_ns.astype(np.int64).copy()
+        self.overhead = np.zeros(n, np.int64)
+        self.rate = np.ones(n)
+        self.first_start = np.full(n, -1, np.int64)
+        self.finish = np.full(n, -1, np.int64)
+        self.preemptions = np.zeros(n, np.int64)
+        self.attained = np.zeros(n, np.int64)
+        self.restore_ns = int(restore_ns)
+        self.now = 0
+        ntypes = len(cluster.type_names)
+        self.type_gpus = [np.flatnonzero(self.gpu_type == t) for t in range(ntypes)]
+        # Types each job may use, fastest first (ties: cluster order).
+        self.type_order = []
+        for j in range(n):
+            ok = [t for t in range(ntypes) if self.allowed(j, t)]
+            ok.sort(key=lambda t: (-self.speed(j, t), t))
+            self.type_order.append(ok)
+
+    def speed(self, j, t) -> float:
+        sp = self.jobs.speed
+        return 1.0 if sp is None else float(sp[j, t])
+
+    def allowed(self, j, t) -> bool:
+        m = self.jobs.type_mask
+        if m is not None and m[j] and not (int(m[j]) >> t) & 1:
+            return False
+        return self.speed(j, t) > 0
+
+    def place(self, j, free, gtype=None, probe=False):
+        """GPU ids for job ``j`` on ``free`` (type ``gtype`` or the fastest that fits), or None."""
+        g, milli = int(self.jobs.num_gpus[j]), int(self.jobs.gpu_milli[j])
+        if gtype is not None:
+            t = self.cluster.type_names.index(gtype)
+            types = [t] if self.allowed(j, t) else []
+        else:
+            types = self.type_order[j]
+        for t in types:
+            got = self._place(free, self.gpu_node, self.type_gpus[t], g, milli, self.rng)
+            if got is not None:
+                return got
+        return None
+
+    # ------------------------------------------------------------------ time
+    def advance(self, t, running):
+        dt = t - self.now
+        if dt > 0:
+            for j in running:
+                o = min(int(self.overhead[j]), dt)
+                self.overhead[j] -= o
+                prog = dt - o
+                self.rem[j] -= prog if self.rate[j] == 1.0 else int(prog * self.rate[j])
+                self.attained[j] += dt
+        self.now = t
+
+    def finish_time(self, j) -> int:
+        r = max(int(self.rem[j]), 0)
+        run = r if self.rate[j] == 1.0 else math.ceil(r / self.rate[j])
+        return self.now + int(self.overhead[j]) + max(run, 0)
+
+    def view(self, waiting, running):
+        now = self.now
+        jobs = self.jobs
+
+        def jv(j, is_running):
+            v = JobView()
+            v.id = j
+            v.submit_s = jobs.submit_ns[j] / NS
+            v.num_gpus = int(jobs.num_gpus[j])
+            v.gpu_milli = int(jobs.gpu_milli[j])
+            v.duration_s = jobs.work_ns[j] / NS
+            v.attained_s = self.attained[j] / NS
+            v.attained_gpu_s = v.attained_s * v.num_gpus
+            v.attained_ns = int(self.attained[j])
+            v.remaining_ns = max(int(self.rem[j]), 0)
+            v.remaining_s = v.remaining_ns / NS
+            v.wait_s = (now - jobs.submit_ns[j] - self.attained[j]) / NS
+            v.gpus = tuple(self.alloc[j])
+            v.gpu_type = (self.cluster.type_names[self.gpu_type[self.alloc[j][0]]]
+                          if is_running else None)
+            v.model = jobs.model_names[jobs.model_code[j]] if jobs.model_code is not None else None
+            v.group = jobs.group_names[jobs.group_code[j]] if jobs.group_code is not None else None
+            v.preemptions = int(self.preemptions[j])
+            v.running = is_running
+            return v
+
+        return View(self, tuple(jv(j, False) for j in waiting), tuple(jv(j, True) for j in running))
+
+    def apply(self, d, waiting, running):
+        for j in d.preempt:
+            self.free[self.alloc[j]] += int(self.jobs.gpu_milli[j])
+            self.alloc[j] = []
+            self.status[j] = 1
+            self.preemptions[j] += 1
+            running.discard(j)
+            waiting.add(j)
+        for j, gpus in d.start:
+            self.free[gpus] -= int(self.jobs.gpu_milli[j])
+            self.alloc[j] = list(gpus)
+            self.status[j] = 2
+            self.rate[j] = self.speed(j, int(self.gpu_type[gpus[0]]))
+            if self.first_start[j] < 0:
+                self.first_start[j] = self.now
+            elif self.restore_ns:
+                self.overhead[j] = self.restore_ns
+            waiting.discard(j)
+            running.add(j)
+
+
+def check_fits(jobs, cluster):
+    """Raise ParameterError if some job can never run on the cluster (before any work)."""
+    from magnum_lib.engine.errors import ParameterError
+
+    largest = np.array([cluster.gpus_of_type(t) for t in range(len(cluster.type_names))])
+    for j in np.flatnonzero(jobs.num_gpus > largest.max()).tolist()[:1]:
+        raise ParameterError("jobs", f"job {j} needs {int(jobs.num_gpus[j])} GPUs but the cluster's "
+                                     f"largest GPU type has {int(largest.max())}; filter the trace "
+                                     f"(e.g. --gpu-counts) or give a bigger cluster")
+    if jobs.speed is not None and jobs.speed.shape[1] != len(cluster.type_names):
+        raise ParameterError("jobs", f"speed has {jobs.speed.shape[1]} GPU types, the cluster "
+                                     f"{len(cluster.type_names)}")
+
+
+def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progress=None):
+    """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
+    check_fits(jobs, cluster)
+    st = _State(jobs, cluster, placement, seed, round(restore_s * NS))
+    policy.reset(jobs, cluster)
+    name = policy.name
+    round_ns = None if policy.round_s is None else max(1, round(policy.round_s * NS))
+    n = len(jobs)
+    submit = jobs.submit_ns
+    waiting, running = set(), set()
+    i, done = 0, 0
+    wake = None
+    util_t, util_busy = [], []
+    shared = not jobs.whole_gpus
+    frag = []   # shared GPUs: fraction of the free capacity stranded on partly used GPUs
+    idle_rounds = 0
+    bar = progress
+    while done < n:
+        cands = []
+        if i < n:
+            cands.append(int(submit[i]))
+        if running:
+            cands.append(min(st.finish_time(j) for j in running))
+        if wake is not None:
+            cands.append(wake)
+        if round_ns is not None and (waiting or running):
+            cands.append((st.now // round_ns + 1) * round_ns)
+        if not cands:
+            raise PolicyError(name, f"left {len(waiting)} job(s) waiting on an idle cluster with no "
+                                    f"arrival or wake-up to come (first: job {min(waiting)})")
+        t = min(cands)
+        if wake is not None and wake <= t:
+            wake = None
+        st.advance(t, running)
+        for j in sorted(j for j in running if st.rem[j] <= 0):
+            st.free[st.alloc[j]] += int(jobs.gpu_milli[j])
+            st.alloc[j] = []
+            st.status[j] = 3
+            st.finish[j] = t
+            running.discard(j)
+            done += 1
+            if bar is not None:
+                bar.update(1)
+        while i < n and submit[i] == t:
+            st.status[i] = 1
+            waiting.add(i)
+            i += 1
+        if round_ns is None or t % round_ns == 0:
+            w, r = sorted(waiting), sorted(running)
+            d = normalize(name, policy.schedule(st.view(w, r)), st)
+            st.apply(d, waiting, running)
+            # The latest decision's wake-up replaces any earlier one (the policy recomputes
+            # it at every call; a stale earlier wake-up would add a call it did not ask for).
+            wake = int(d.wake_ns) if d.wake_ns is not None and d.wake_ns > t else None
+            if round_ns is not None:
+                stuck = waiting and not running and i >= n and wake is None
+                idle_rounds = idle_rounds + 1 if stuck else 0
+                if idle_rounds > 2:
+                    raise PolicyError(name, f"left {len(waiting)} job(s) waiting on an idle cluster "
+                                            f"round after round (first: job {min(waiting)})")
+        busy = (int((1000 - st.free).sum()) / 1000.0)
+        if util_t and util_t[-1] == t:     # (cannot happen: one call per instant)
+            util_busy[-1] = busy
+        elif not util_busy or util_busy[-1] != busy:   # the step function's change points
+            util_t.append(t)
+            util_busy.append(busy)
+            if shared:
+                f = st.free
+                total = int(f.sum())
+                frag.append(int(f[(f > 0) & (f < 1000)].sum()) / total if total else 0.0)
+    out = dict(first_start=st.first_start, finish=st.finish, preemptions=st.preemptions,
+               util_t=np.array(util_t, np.int64), util_busy=np.array(util_busy))
+    if shared:
+        out["frag"] = np.array(frag)
+    return out

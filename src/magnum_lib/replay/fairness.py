@@ -1,0 +1,167 @@
+"""Round-based fairness policies: Gavel's max-min fairness (aware and blind) and Themis' FTF.
+
+Gavel (Narayanan et al., OSDI 2020, ``MaxMinFairnessPolicyWithPerf``): each round the
+LP  max z  s.t.  z <= w_j * s_j * sum_t thr[j,t] X[j,t],  sum_t X[j,t] <= 1,
+sum_j s_j X[j,t] <= N_t,  0 <= X <= 1  is solved with HiGHS (scipy ``linprog``), where
+``thr`` is the job's throughput on each type (here its speed relative to the
+reference type), ``s_j`` its GPU count and ``w_j = 1 / (throughput under Gavel's
+proportional split)``. The blind baseline (Gavel's ``MaxMinFairnessPolicy``) solves
+the same LP with every ``thr`` set to 1. Round mechanism (as Gavel's
+``_schedule_jobs_on_workers_helper`` with a global queue): priority of (job, type) =
+``X[j,t] / (rounds j ran on t / rounds j has been active)`` (infinite when it never
+ran there); pairs are taken by priority, then X, then lowest id, a job gets at most one
+type per round and only if all its GPUs of that type are free. Jobs keep their GPUs
+when re-chosen on the same type; the others are preempted.
+
+Themis-style finish-time fairness (Mahajan et al., NSDI 2020): each round jobs are
+ranked by their estimated rho = (time since submit + remaining run time) / T_id, with
+``T_id = duration * max(1, N g / G)`` the run time on a 1/N share of the G GPUs (N =
+active jobs), largest first, and given GPUs in that order (skip-ahead), preempting
+running jobs left out. Themis' partial-allocation auction is replaced by this greedy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from magnum_lib.engine.errors import check_positive
+from magnum_lib.replay.api import Policy
+from magnum_lib.replay.policies import BUILTIN, _give_in_order
+
+__all__ = ["GavelMaxMin", "FinishTimeFairness", "maxmin_allocation"]
+
+
+def maxmin_allocation(thr, scale, num_gpus_by_type):
+    """Gavel's max-min LP (see the module docstring). ``thr``: jobs x types; returns X."""
+    from scipy.optimize import linprog
+
+    thr = np.asarray(thr, dtype=np.float64)
+    m, T = thr.shape
+    scale = np.asarray(scale, dtype=np.float64)
+    N = np.asarray(num_gpus_by_type, dtype=np.float64)
+    # Gavel's proportional split: X_prop[t] = N_t / m, rows scaled so the largest sums to 1.
+    xp = np.tile(N / m, (m, 1))
+    xp /= xp.sum(axis=1).max()
+    prop = np.sum(thr * xp, axis=1)
+    w = 1.0 / np.where(prop > 0, prop, 1.0)
+    nv = m * T + 1
+    c = np.zeros(nv)
+    c[-1] = -1.0
+    rows, b = [], []
+    for j in range(m):  # z - w_j s_j sum_t thr X <= 0
+        r = np.zeros(nv)
+        r[j * T:(j + 1) * T] = -w[j] * scale[j] * thr[j]
+        r[-1] = 1.0
+        rows.append(r)
+        b.append(0.0)
+    for j in range(m):  # sum_t X[j,t] <= 1
+        r = np.zeros(nv)
+        r[j * T:(j + 1) * T] = 1.0
+        rows.append(r)
+        b.append(1.0)
+    for t in range(T):  # sum_j s_j X[j,t] <= N_t
+        r = np.zeros(nv)
+        r[t:m * T:T] = scale
+        rows.append(r)
+        b.append(N[t])
+    bounds = [(0.0, 1.0)] * (m * T) + [(None, None)]
+    for j in range(m):
+        for t in range(T):
+            if thr[j, t] <= 0:
+                bounds[j * T + t] = (0.0, 0.0)
+    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(b), bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"Gavel LP failed: {res.message}")
+    return np.clip(res.x[:-1].reshape(m, T), 0.0, 1.0)
+
+
+class GavelMaxMin(Policy):
+    """Gavel's max-min fairness on its throughput matrix (``aware=False``: blind baseline)."""
+
+    def __init__(self, aware: bool = True, round_s: float = 360.0):
+        self.aware = bool(aware)
+        self.round_s = check_positive("round_s", round_s)
+        self.name = "gavel" if self.aware else "gavel-blind"
+
+    def reset(self, jobs, cluster):
+        self.jobs, self.cluster = jobs, cluster
+        T = len(cluster.type_names)
+        self.N = np.array([cluster.gpus_of_type(t) for t in range(T)])
+        self.speed = jobs.speed if jobs.speed is not None else np.ones((len(jobs), T))
+        self.ran = {}      # (job, type) -> rounds run there
+        self.active = {}   # job -> rounds active
+        self._cache = (None, None)
+
+    def schedule(self, view):
+        active = sorted(view.running + view.queue, key=lambda j: j.id)
+        plan = view.plan()
+        if not active:
+            return plan
+        ids = tuple(j.id for j in active)
+        if self._cache[0] != ids:
+            thr = self.speed[list(ids)]
+            if not self.aware:
+                thr = np.where(thr > 0, 1.0, 0.0)
+            X = maxmin_allocation(thr, [j.num_gpus for j in active], self.N)
+            self._cache = (ids, X)
+        X = self._cache[1]
+        T = X.shape[1]
+        pairs = []
+        for r, j in enumerate(active):
+            rounds = self.active.get(j.id, 0)
+            for t in range(T):
+                if X[r, t] <= 1e-9:
+                    continue
+                got = self.ran.get((j.id, t), 0)
+                prio = np.inf if got == 0 else X[r, t] / (got / max(rounds, 1))
+                pairs.append((-prio, -X[r, t], j.id, t, j))
+        pairs.sort(key=lambda p: p[:4])
+        free = {t: int(self.N[t]) for t in range(T)}
+        choice = {}
+        for _, _, jid, t, j in pairs:
+            if jid in choice or j.num_gpus > free[t]:
+                continue
+            choice[jid] = (t, j)
+            free[t] -= j.num_gpus
+        names = self.cluster.type_names
+        for j in view.running:
+            keep = choice.get(j.id)
+            if keep is None or names[keep[0]] != j.gpu_type:
+                plan.preempt(j)
+        for jid, (t, j) in sorted(choice.items()):
+            if not j.running or names[t] != j.gpu_type:
+                plan.start(j, gpu_type=names[t])
+        for j in active:
+            self.active[j.id] = self.active.get(j.id, 0) + 1
+        for jid, (t, _) in choice.items():
+            self.ran[(jid, t)] = self.ran.get((jid, t), 0) + 1
+        return plan
+
+
+class FinishTimeFairness(Policy):
+    """Themis-style finish-time fairness, rounds of ``round_s`` (see the module docstring)."""
+
+    name = "ftf"
+
+    def __init__(self, round_s: float = 360.0):
+        self.round_s = check_positive("round_s", round_s)
+
+    def schedule(self, view):
+        active = view.running + view.queue
+        plan = view.plan()
+        if not active:
+            return plan
+        G = view.cluster.total_gpus
+        N = len(active)
+
+        def rho(j):
+            t_id = j.duration_s * max(1.0, N * j.num_gpus / G)
+            return (view.now_s - j.submit_s + j.remaining_s) / t_id
+
+        order = sorted(active, key=lambda j: (-rho(j), j.id))
+        _give_in_order(view, order, plan)
+        return plan
+
+
+BUILTIN["gavel"] = lambda **kw: GavelMaxMin(aware=True, **kw)
+BUILTIN["gavel-blind"] = lambda **kw: GavelMaxMin(aware=False, **kw)
+BUILTIN["ftf"] = FinishTimeFairness

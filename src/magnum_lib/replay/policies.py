@@ -1,0 +1,232 @@
+"""The shipped policies, written against the same plug-in API as yours.
+
+Each is short and readable; the event-driven ones (``fast`` attribute) also have a
+compiled twin in ``_fastloop.pyx`` used on pooled clusters, checked for identical
+results in tests/test_replay_parity.py.
+
+=============  =====================================================================
+fifo-strict    FIFO, head of line blocks: start waiting jobs in submit order and stop
+               at the first that does not fit (Tiresias' ``fifo``).
+fifo-skip      FIFO with skip-ahead: later jobs start when the head does not fit
+               (Tiresias' ``fjf``, "fit job first").
+sjf            Shortest job first, non-preemptive, oracle durations; skip-ahead in
+               (duration, id) order.
+srtf           Shortest remaining time first, preemptive, oracle durations: every event
+               the jobs (running or not) are ranked by (remaining work, id) and given
+               GPUs in that order, skip-ahead; running jobs left out are preempted
+               (Tiresias' ``shortest``).
+las            Tiresias' discretized 2D-LAS (Gu et al., NSDI 2019; ``dlas-gpu``):
+               see :class:`TiresiasLAS`.
+gavel          Gavel's heterogeneity-aware max-min fairness (Narayanan et al., OSDI
+               2020), LP on the throughput matrix with HiGHS, 360 s rounds.
+gavel-blind    The same mechanism with every GPU type treated as equal.
+ftf            Themis-style finish-time fairness (Mahajan et al., NSDI 2020), rounds.
+=============  =====================================================================
+"""
+from __future__ import annotations
+
+from magnum_lib.engine.errors import ParameterError, check_choice, excerpt
+from magnum_lib.replay.api import Policy
+
+__all__ = ["FifoStrict", "FifoSkip", "SJF", "SRTF", "TiresiasLAS", "BUILTIN", "make_policy"]
+
+
+class FifoStrict(Policy):
+    """FIFO; the head of the line blocks every job behind it."""
+
+    name = "fifo-strict"
+    fast = ("fifo-strict",)
+
+    def schedule(self, view):
+        plan = view.plan()
+        for job in view.queue:          # submit order, then id
+            if not plan.start(job):
+                break
+        return plan
+
+
+class FifoSkip(Policy):
+    """FIFO with skip-ahead: every waiting job that fits starts, in submit order."""
+
+    name = "fifo-skip"
+    fast = ("fifo-skip",)
+
+    def schedule(self, view):
+        plan = view.plan()
+        for job in view.queue:
+            plan.start(job)
+        return plan
+
+
+class SJF(Policy):
+    """Shortest job first (oracle duration), non-preemptive, skip-ahead."""
+
+    name = "sjf"
+    fast = ("sjf",)
+
+    def schedule(self, view):
+        plan = view.plan()
+        for job in sorted(view.queue, key=lambda j: (j.duration_s, j.id)):
+            plan.start(job)
+        return plan
+
+
+def _give_in_order(view, order, plan):
+    """Preemptive pass: jobs in ``order`` get GPUs while they fit (GPU count, skip-ahead);
+    running jobs that do not are preempted. Returns the kept/started jobs in order."""
+    budget = view.free_gpus + sum(j.num_gpus for j in view.running)
+    chosen = []
+    for job in order:
+        if job.num_gpus <= budget:
+            budget -= job.num_gpus
+            chosen.append(job)
+    keep = {j.id for j in chosen}
+    for job in view.running:
+        if job.id not in keep:
+            plan.preempt(job)
+    for job in chosen:
+        if not job.running:
+            plan.start(job)
+    return chosen
+
+
+class SRTF(Policy):
+    """Shortest remaining time first (oracle), preemptive (Tiresias' ``shortest``)."""
+
+    name = "srtf"
+    fast = ("srtf",)
+
+    def schedule(self, view):
+        plan = view.plan()
+        jobs = sorted(view.running + view.queue, key=lambda j: (j.remaining_ns, j.id))
+        _give_in_order(view, jobs, plan)
+        return plan
+
+
+class TiresiasLAS(Policy):
+    """Tiresias' discretized two-dimensional least-attained-service (``dlas-gpu``).
+
+    Semantics (as Tiresias' simulator, ``dlas_sim_jobs(gputime=True)``):
+
+    * Attained service is GPU-time: run time x GPUs. A new job enters queue 0; a
+      running job moves to queue k+1 the instant its attained GPU-time since its last
+      promotion reaches ``thresholds_gpu_s[k]`` (appended at that queue's end).
+      Default thresholds (3250, 7200) GPU-seconds: three queues, Tiresias' code.
+    * Every event, queues are scanned in priority order, each in its order, and jobs
+      get GPUs while they fit (GPU count, skip-ahead); running jobs left out are
+      preempted. Within a queue, after each pass, the jobs running come first (in
+      scan order), then the rest (preempted ones first), as Tiresias moves pending
+      jobs to the end of each queue (a job demoted this instant and preempted stays at
+      the end of its new queue).
+    * Starvation avoidance (``promote_knob`` = Tiresias' ``solve_starvation``, 0 =
+      off as in ``dlas-gpu``): a waiting job in queue > 0 that has run since its last
+      promotion returns to the end of queue 0 once its accumulated waiting time
+      reaches ``promote_knob`` x its run time since that promotion; both reset then.
+    * Tiresias' simulator wakes for the next demotion at ``now + ceil((limit -
+      executed_s) / gpus)`` seconds, with the run time in seconds where GPU-seconds are
+      meant, so multi-GPU jobs are demoted later than their threshold (at the first event
+      after it). By default we wake exactly at the threshold; ``tiresias_jump=True``
+      reproduces their formula (times in whole seconds), for job-for-job agreement.
+    """
+
+    name = "las"
+
+    def __init__(self, thresholds_gpu_s=(3250.0, 7200.0), promote_knob: float = 0.0,
+                 tiresias_jump: bool = False):
+        th = [float(x) for x in thresholds_gpu_s]
+        if any(not (x > 0) for x in th) or th != sorted(th) or len(set(th)) != len(th):
+            raise ParameterError("thresholds_gpu_s", f"must be increasing numbers > 0, got {excerpt(th)}")
+        if not (promote_knob >= 0) or promote_knob != promote_knob:
+            raise ParameterError("promote_knob", f"must be >= 0, got {excerpt(promote_knob)}")
+        self.thresholds_ns = [round(x * 1e9) for x in th]
+        self.promote_knob = float(promote_knob)
+        self.tiresias_jump = bool(tiresias_jump)
+        self.fast = ("las", tuple(self.thresholds_ns), self.promote_knob, self.tiresias_jump)
+
+    def reset(self, jobs, cluster):
+        n = len(jobs)
+        self.q = [0] * n            # queue of each job
+        self.seq = [0] * n          # order inside its queue (smaller first)
+        self.base = [0] * n         # attained_ns at the last promotion
+        self.starve = [0] * n       # waiting ns accumulated since the last promotion
+        self.known = [False] * n
+        self.counter = 0            # appends go to the end: increasing
+        self.front = 0              # pass renumbering goes to the front: decreasing
+        self.last_ns = 0
+
+    def _append(self, j, q):
+        self.q[j] = q
+        self.seq[j] = self.counter
+        self.counter += 1
+
+    def schedule(self, view):
+        now, dt = view.now_ns, view.now_ns - self.last_ns
+        self.last_ns = now
+        limits, knob = self.thresholds_ns, self.promote_knob
+        jobs = sorted(view.running + view.queue, key=lambda j: j.id)
+        for j in jobs:                                  # arrivals first, id order
+            if not self.known[j.id]:
+                self.known[j.id] = True
+                self._append(j.id, 0)
+        for j in jobs:                                  # then demotions / promotions, id order
+            i = j.id
+            ran = j.attained_ns - self.base[i]
+            if j.running:
+                if self.q[i] < len(limits) and ran * j.num_gpus >= limits[self.q[i]]:
+                    self._append(i, self.q[i] + 1)
+            elif knob > 0 and ran > 0:
+                self.starve[i] += dt            # Tiresias' last_pending_time
+                if self.q[i] > 0 and self.starve[i] >= _ceil_mul(knob, ran):
+                    self.starve[i] = 0
+                    self.base[i] = j.attained_ns
+                    self._append(i, 0)
+        order = sorted(jobs, key=lambda j: (self.q[j.id], self.seq[j.id]))
+        plan = view.plan()
+        chosen = _give_in_order(view, order, plan)
+        # Tiresias moves the waiting jobs of each queue behind the running ones, in their
+        # order: give the jobs running after this pass new keys in front, in scan order.
+        kept = {j.id for j in chosen}
+        front = [j.id for j in order if j.id in kept]
+        self.front -= len(front)
+        for k, i in enumerate(front):
+            self.seq[i] = self.front + k
+        # Wake-ups: the next demotion of a running job, the next promotion of a waiting one.
+        for j in chosen:
+            i = j.id
+            if self.q[i] < len(limits):
+                ran = j.attained_ns - self.base[i]
+                if self.tiresias_jump:      # their formula: run seconds, not GPU-seconds
+                    plan.wake_at_ns(now + -(-(limits[self.q[i]] - ran) // (j.num_gpus * 10**9)) * 10**9)
+                else:
+                    left = limits[self.q[i]] - ran * j.num_gpus
+                    plan.wake_at_ns(now + -(-left // j.num_gpus))
+        if knob > 0:
+            for j in jobs:
+                i = j.id
+                ran = j.attained_ns - self.base[i]
+                if i not in kept and self.q[i] > 0 and ran > 0:
+                    plan.wake_at_ns(now + max(_ceil_mul(knob, ran) - self.starve[i], 1))
+        return plan
+
+
+def _ceil_mul(knob: float, ns: int) -> int:
+    """``ceil(knob * ns)`` in float64, exactly as the compiled loop computes it."""
+    import math
+    return int(math.ceil(knob * ns))
+
+
+BUILTIN = {
+    "fifo-strict": FifoStrict,
+    "fifo-skip": FifoSkip,
+    "sjf": SJF,
+    "srtf": SRTF,
+    "las": TiresiasLAS,
+}
+
+
+def make_policy(name: str, **options) -> Policy:
+    """A built-in policy by name (``sorted(BUILTIN)``), with its options."""
+    from magnum_lib.replay import fairness, fgd  # noqa: F401 - they register gavel, ftf, fgd
+
+    check_choice("policy", name, sorted(BUILTIN))
+    return BUILTIN[name](**options)

@@ -1,0 +1,106 @@
+"""``faux-magnum replay``: JSON keys, every shipped policy, --policy-file, bad input in one
+line with exit 2; and the arena leaderboard on magnum_lib.sweep."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from magnum_lib.cli import main
+
+KEYS = {"jobs", "avg_jct_s", "p99_jct_s", "avg_queue_s", "makespan_s", "utilization",
+        "ftf_rho_max", "preemptions", "wall_s"}
+PHILLY = ["replay", "--trace", "philly", "--vc", "0e4a51", "--min-duration", "60s",
+          "--gpu-counts", "1,2,4,8", "--nodes", "9", "--gpus-per-node", "4",
+          "--placement", "pooled", "--seed", "0"]
+
+
+def _json(capsys, argv):
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_issue_example_json(capsys):
+    out = _json(capsys, PHILLY + ["--policy", "fifo-strict"])
+    assert KEYS <= set(out)
+    assert out["jobs"] == 1429 and out["preemptions"] == 0
+    skip = _json(capsys, PHILLY + ["--policy", "fifo-skip"])
+    assert skip["avg_jct_s"] < out["avg_jct_s"]      # head-of-line blocking costs
+
+
+@pytest.mark.parametrize("policy", ["fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel",
+                                    "gavel-blind", "ftf", "fgd"])
+def test_every_policy_runs(capsys, policy):
+    out = _json(capsys, ["replay", "--trace", "tiresias", "--nodes", "2", "--gpus-per-node", "4",
+                         "--policy", policy])
+    assert out["jobs"] == 60 and out["avg_jct_s"] > 0 and out["policy"] == policy
+
+
+def test_gavel_trace_on_heterogeneous_cluster(capsys):
+    out = _json(capsys, ["replay", "--trace", "gavel", "--jobs", "30", "--jobs-per-hour", "30",
+                         "--gpu-types", "v100:8,p100:8,k80:8", "--policy", "gavel"])
+    assert out["jobs"] == 30 and out["gpus"] == 24
+
+
+def test_policy_file(capsys, tmp_path):
+    f = tmp_path / "mine.py"
+    f.write_text("from magnum_lib.replay import Policy\n"
+                 "class Biggest(Policy):\n"
+                 "    name = 'biggest'\n"
+                 "    def schedule(self, view):\n"
+                 "        plan = view.plan()\n"
+                 "        for j in sorted(view.queue, key=lambda j: (-j.num_gpus, j.id)):\n"
+                 "            plan.start(j)\n"
+                 "        return plan\n")
+    out = _json(capsys, ["replay", "--trace", "tiresias", "--policy-file", f"{f}:Biggest"])
+    assert out["policy"] == "biggest" and out["jobs"] == 60
+    bad = tmp_path / "bad.py"
+    bad.write_text("from magnum_lib.replay import Decision\n"
+                   "def twice(view):\n"
+                   "    return Decision(start=[(j.id, [0]) for j in view.queue[:2]])\n")
+    assert main(["replay", "--trace", "tiresias", "--policy-file", f"{bad}:twice"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'twice'" in err and "start job" in err
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--nodes", "0"], "--nodes"), (["--gpus-per-node", "2000"], "--gpus-per-node"),
+    (["--min-duration", "abc"], "--min-duration"), (["--gpu-counts", "1,x"], "--gpu-counts"),
+    (["--seed", "-1"], "--seed"), (["--vc", "nope"], "--vc"), (["--restore", "-5s"], "--restore"),
+    (["--policy-file", "missing.py:X"], "--policy-file"), (["--max-jobs", "0"], "--max-jobs"),
+    (["--policy", "las", "--las-thresholds", "100,50"], "--las-thresholds"),
+    (["--policy", "las", "--promote-knob", "-1"], "--promote-knob"),
+    (["--policy", "ftf", "--round", "0s"], "--round"),
+])
+def test_bad_input_one_line_exit_2(capsys, argv, flag):
+    base = ["replay", "--trace", "philly", "--vc", "0e4a51"]
+    assert main(base + argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and flag in err and "Traceback" not in err
+
+
+def test_leaderboard_on_sweep():
+    from magnum_lib.replay import ReplayCluster
+    from magnum_lib.replay.arena import leaderboard, philly_slices
+
+    slices = philly_slices("0e4a51", 150, [0, 300])
+    rows, res = leaderboard({"fifo-strict": "fifo-strict", "fifo-skip": "fifo-skip", "srtf": "srtf"},
+                            slices, ReplayCluster.uniform(4, 4), seeds=[0, 1], client="serial")
+    assert len(res) == 3 * 2 * 2
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert rows[0]["avg_jct_s"] <= rows[1]["avg_jct_s"] <= rows[2]["avg_jct_s"]
+    assert rows[-1]["policy"] == "fifo-strict"
+
+
+def test_las_options_reach_the_policy(capsys):
+    base = PHILLY + ["--policy", "las"]
+    default = _json(capsys, base)
+    tight = _json(capsys, base + ["--las-thresholds", "100", "--promote-knob", "2"])
+    assert tight["preemptions"] != default["preemptions"]
+    from magnum_lib.replay import ReplayCluster, replay
+    from magnum_lib.replay.policies import TiresiasLAS
+    from magnum_lib.replay.traces import philly_jobs
+
+    jobs = philly_jobs("0e4a51", 60, [1, 2, 4, 8])
+    direct = replay(jobs, ReplayCluster.uniform(9, 4), TiresiasLAS((100.0,), 2.0)).summary()
+    assert tight["avg_jct_s"] == direct["avg_jct_s"]

@@ -1,0 +1,279 @@
+"""Replay semantics on hand-made traces with answers worked out by hand, the policy
+API's refusals (nothing half-applied), placement, metrics and trace builders."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from magnum_lib.engine.errors import ParameterError
+from magnum_lib.replay import (Decision, Policy, PolicyError, ReplayCluster, make_jobs,
+                               make_policy, replay)
+from magnum_lib.replay.policies import TiresiasLAS
+
+BACKENDS = ["compiled", "python"]
+
+
+def _one_node(g):
+    return ReplayCluster.uniform(1, g)
+
+
+# ----------------------------------------------------------------- semantics
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strict_fifo_head_of_line_blocks_and_skip_ahead_does_not(backend):
+    # 4 GPUs. Job 0 (2 GPUs, 100 s) runs; job 1 needs 4 (waits for job 0); job 2 needs 1.
+    jobs = make_jobs([0, 1, 2], [100, 50, 10], [2, 4, 1])
+    strict = replay(jobs, _one_node(4), "fifo-strict", backend=backend)
+    skip = replay(jobs, _one_node(4), "fifo-skip", backend=backend)
+    # strict: 1 starts at 100 (ends 150), 2 behind it starts at 150 (ends 160)
+    assert strict.start_s.tolist() == [0, 100, 150] and strict.finish_s.tolist() == [100, 150, 160]
+    # skip-ahead: 2 starts at 2 beside job 0
+    assert skip.start_s.tolist() == [0, 100, 2] and skip.finish_s.tolist() == [100, 150, 12]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gpus_freed_at_an_instant_go_to_jobs_arriving_then(backend):
+    jobs = make_jobs([0, 10], [10, 5], [4, 4])
+    r = replay(jobs, _one_node(4), "fifo-strict", backend=backend)
+    assert r.start_s.tolist() == [0, 10] and r.queue_s.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sjf_picks_shortest_and_srtf_preempts(backend):
+    jobs = make_jobs([0, 1, 2], [100, 50, 10], [1, 1, 1])
+    sjf = replay(jobs, _one_node(1), "sjf", backend=backend)
+    assert sjf.finish_s.tolist() == [100, 160, 110]   # non-preemptive: 2 (10 s) before 1
+    srtf = replay(jobs, _one_node(1), "srtf", backend=backend)
+    # 1 arrives at 1 with 50 < 99 left: preempts 0; 2 at 2 with 10 < 49: preempts 1
+    assert srtf.finish_s.tolist() == [160, 61, 12]
+    assert srtf.preemptions.tolist() == [1, 1, 0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_restore_cost_is_paid_at_each_resume(backend):
+    jobs = make_jobs([0, 1], [100, 10], [1, 1])
+    r = replay(jobs, _one_node(1), "srtf", backend=backend, restore_s=5)
+    # 0 runs 1 s, preempted by 1 (1..11), resumes at 11: 5 s restore + 99 s left
+    assert r.finish_s.tolist() == [115, 11]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_las_demotes_at_the_threshold_and_long_job_yields(backend):
+    # LAS with one threshold of 100 GPU-s: job 0 (2 GPUs) is demoted at 50 s; job 1
+    # (arrives at 60) is in queue 0 and takes the 2 GPUs; job 0 resumes when 1 ends.
+    jobs = make_jobs([0, 60], [200, 30], [2, 2])
+    r = replay(jobs, _one_node(2), TiresiasLAS((100.0,)), backend=backend)
+    assert r.finish_s.tolist() == [230, 90] and r.preemptions.tolist() == [1, 0]
+    fifo = replay(jobs, _one_node(2), "fifo-strict", backend=backend)
+    assert fifo.finish_s.tolist() == [200, 230]
+
+
+def test_round_policy_waits_for_the_round_boundary():
+    class EveryRound(Policy):
+        name = "rounds"
+        round_s = 100
+
+        def schedule(self, view):
+            plan = view.plan()
+            for j in view.queue:
+                plan.start(j)
+            return plan
+
+    jobs = make_jobs([0, 5], [30, 30], [1, 1])
+    r = replay(jobs, _one_node(1), EveryRound())
+    # job 0 at 0 (ends 30); the GPU idles until the round at 100 where job 1 starts
+    assert r.start_s.tolist() == [0, 100] and r.finish_s.tolist() == [30, 130]
+
+
+def test_utilization_is_busy_gpu_time_over_capacity():
+    jobs = make_jobs([0], [100], [2])
+    r = replay(jobs, _one_node(4), "fifo-strict")
+    assert r.utilization() == pytest.approx(0.5)
+    t, frac = r.utilization_over_time(bins=4)
+    np.testing.assert_allclose(frac, 0.5)
+    s = r.summary()
+    assert s["makespan_s"] == 100 and s["avg_jct_s"] == 100 and s["ftf_rho_max"] == 1.0
+
+
+# ----------------------------------------------------------------- API refusals
+class Scripted(Policy):
+    name = "scripted"
+
+    def __init__(self, decision):
+        self.decision = decision
+
+    def schedule(self, view):
+        return self.decision(view)
+
+
+def _first_call_error(decision, jobs=None, g=4):
+    jobs = jobs or make_jobs([0, 0], [10, 10], [2, 2])
+    with pytest.raises(PolicyError) as e:
+        replay(jobs, _one_node(g), Scripted(decision))
+    return str(e.value)
+
+
+def test_gpu_given_twice_is_refused_with_policy_and_decision_named():
+    msg = _first_call_error(lambda v: Decision(start=[(0, [0, 1]), (1, [1, 2])]))
+    assert "'scripted'" in msg and "start job 1" in msg and "GPU 1 is already given" in msg
+
+
+def test_gang_without_all_its_gpus_is_refused():
+    msg = _first_call_error(lambda v: Decision(start=[(0, [0])]))
+    assert "start job 0" in msg and "needs all of them" in msg
+
+
+def test_unknown_job_id_and_bad_return_are_refused():
+    assert "unknown job id 7" in _first_call_error(lambda v: [7])
+    assert "must return" in _first_call_error(lambda v: "start everything")
+    assert "not running" in _first_call_error(lambda v: Decision(preempt=[0]))
+
+
+def test_nothing_is_half_applied():
+    seen = []
+
+    def decide(view):
+        seen.append((view.free_gpus, len(view.queue)))
+        if len(seen) == 1:
+            return Decision(start=[(0, [0, 1]), (1, [1, 2])])   # second item is invalid
+        return None
+
+    pol = Scripted(decide)
+    jobs = make_jobs([0, 0], [10, 10], [2, 2])
+    from magnum_lib.replay import engine_ref
+    from magnum_lib.replay.api import normalize
+
+    st = engine_ref._State(jobs, _one_node(4), "pooled", 0, 0)
+    st.status[:] = 1
+    before = st.free.copy()
+    with pytest.raises(PolicyError):
+        normalize(pol.name, decide(st.view([0, 1], [])), st)
+    np.testing.assert_array_equal(st.free, before)
+    assert st.status.tolist() == [1, 1]
+
+
+def test_function_policy_and_stall_detection():
+    def greedy(view):
+        return [j.id for j in view.queue][:1]
+
+    jobs = make_jobs([0, 0], [10, 10], [1, 1])
+    r = replay(jobs, _one_node(2), greedy)
+    assert r.finish_s.tolist() == [10, 20] and r.policy == "greedy"
+    with pytest.raises(PolicyError, match="waiting on an idle cluster"):
+        replay(jobs, _one_node(2), lambda view: None)
+
+
+def test_bad_parameters_are_named():
+    jobs = make_jobs([0], [10], [8])
+    with pytest.raises(ParameterError, match="needs 8 GPUs"):
+        replay(jobs, _one_node(4), "fifo-strict")
+    with pytest.raises(ParameterError, match="placement"):
+        replay(make_jobs([0], [1], [1]), _one_node(4), placement="tetris")
+    with pytest.raises(ParameterError, match="policy"):
+        replay(make_jobs([0], [1], [1]), _one_node(4), "best-policy")
+    with pytest.raises(ParameterError, match="duration_s"):
+        make_jobs([0], [-1], [1])
+    with pytest.raises(ParameterError, match="thresholds"):
+        TiresiasLAS((100, 50))
+
+
+# ----------------------------------------------------------------- placement
+@pytest.mark.parametrize("placement,expected", [
+    ("pooled", [[0, 1, 2]]), ("consolidated", [[4, 5, 6]]), ("spread", None)])
+def test_placements_choose_gpus(placement, expected):
+    # Two nodes of 4 GPUs; job 0 takes 1 GPU; job 1 (3 GPUs) then placed by the rule.
+    got = {}
+
+    class Record(Policy):
+        name = "record"
+
+        def schedule(self, view):
+            plan = view.plan()
+            for j in view.queue:
+                plan.start(j)
+            return plan
+
+    jobs = make_jobs([0, 1], [100, 10], [1, 3])
+    from magnum_lib.replay import engine_ref
+
+    st = engine_ref._State(jobs, ReplayCluster.uniform(2, 4), placement, 0, 0)
+    st.free[0] = 0
+    gpus = st.place(1, st.free)
+    if placement == "pooled":
+        assert gpus == [1, 2, 3]
+    elif placement == "consolidated":
+        assert gpus == [1, 2, 3]      # node 0 still fits 3 (best fit: the fuller node)
+        st.free[1] = 0
+        assert st.place(1, st.free) == [4, 5, 6]
+    else:
+        assert sorted(gpus) == [1, 4, 5] or len({g // 4 for g in gpus}) == 2
+    r = replay(jobs, ReplayCluster.uniform(2, 4), Record(), placement=placement)
+    assert r.finish_s.tolist() == [100, 11]
+    del got, expected
+
+
+def test_consolidated_refuses_to_spread():
+    from magnum_lib.replay import placement as P
+
+    free = np.array([1000, 1000, 0, 0, 1000, 1000, 0, 0])
+    node = np.repeat([0, 1], 4)
+    assert P.consolidated(free, node, np.arange(8), 4, 1000) is None
+    assert P.pooled(free, node, np.arange(8), 4, 1000) == [0, 1, 4, 5]
+
+
+def test_random_placement_is_seeded():
+    jobs = make_jobs(np.arange(20.0), np.full(20, 50.0), np.ones(20, int))
+    a = replay(jobs, ReplayCluster.uniform(4, 2), "fifo-skip", placement="random", seed=3)
+    b = replay(jobs, ReplayCluster.uniform(4, 2), "fifo-skip", placement="random", seed=3)
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+
+
+# ----------------------------------------------------------------- fairness policies
+def test_gavel_aware_beats_blind_on_a_heterogeneous_cluster():
+    from magnum_lib.replay.fairness import maxmin_allocation
+
+    # Two jobs, two types; job 0 is 4x faster on type 0, job 1 equally fast on both.
+    thr = np.array([[4.0, 1.0], [1.0, 1.0]])
+    X = maxmin_allocation(thr, [1, 1], [1, 1])
+    # Normalized by the throughput under an even split (2.5 and 1), both reach 1 (the
+    # optimum: job 1 can never exceed 1), within the capacity of each type.
+    norm = (thr * X).sum(axis=1) / np.array([2.5, 1.0])
+    assert norm.min() == pytest.approx(1.0, abs=1e-6)
+    assert np.all(X.sum(axis=0) <= 1 + 1e-9) and np.all(X.sum(axis=1) <= 1 + 1e-9)
+    speed = np.array([[1.0, 0.25], [1.0, 1.0]] * 4)
+    jobs = make_jobs(np.zeros(8), np.full(8, 3600.0), np.ones(8, int), speed=speed)
+    cl = ReplayCluster.from_counts({"fast": 2, "slow": 2}, 1)
+    aware = replay(jobs, cl, "gavel").summary()["avg_jct_s"]
+    blind = replay(jobs, cl, "gavel-blind").summary()["avg_jct_s"]
+    assert aware < blind
+
+
+def test_ftf_lowers_the_worst_rho_against_fifo():
+    rng = np.random.default_rng(0)
+    jobs = make_jobs(np.sort(rng.uniform(0, 3600, 30)), rng.uniform(60, 7200, 30),
+                     rng.choice([1, 2, 4], 30))
+    cl = _one_node(4)
+    ftf = replay(jobs, cl, "ftf").summary()["ftf_rho_max"]
+    fifo = replay(jobs, cl, "fifo-strict").summary()["ftf_rho_max"]
+    assert ftf < fifo
+
+
+def test_fgd_places_shared_pods_and_never_overcommits():
+    jobs = make_jobs(np.arange(12.0), np.full(12, 100.0), np.ones(12, int),
+                     gpu_milli=[500, 500, 250, 1000, 750, 250, 500, 1000, 500, 250, 250, 500])
+    cl = ReplayCluster.uniform(2, 2)
+    r = replay(jobs, cl, "fgd")
+    base = replay(jobs, cl, "fifo-skip")
+    assert np.all(r.util_busy <= 4) and np.all(np.isfinite(r.finish_s))
+    assert r.summary()["jobs"] == base.summary()["jobs"] == 12
+    assert make_policy("fgd").name == "fgd"
+
+
+def test_fragmentation_of_shared_gpus_by_hand():
+    # One node, 2 GPUs. A 500-milli pod runs 0..100 s, a 250-milli pod 0..50 s.
+    # Pooled first-fit packs both on GPU 0: free = [250, 1000] for 50 s (250 of 1250
+    # stranded = 0.2), then [500, 1000] for 50 s (500 / 1500 = 1/3).
+    jobs = make_jobs([0, 0], [100, 50], [1, 1], gpu_milli=[500, 250])
+    r = replay(jobs, _one_node(2), "fifo-skip")
+    assert r.summary()["gpu_fragmentation"] == pytest.approx((0.2 + 1 / 3) / 2)
+    assert replay(make_jobs([0], [10], [1]), _one_node(2), "fifo-skip").summary().get(
+        "gpu_fragmentation") is None
