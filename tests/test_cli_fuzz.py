@@ -86,6 +86,7 @@ BASES = {
     "plan": [(["plan", "--nodes", "20", "--jobs", "5"], "*")],
     "queue": [(["queue", "--servers", "2", "--arrival-rate", "1", "--service-rate", "1", "--jobs", "500"], "*")],
     "reserve": [(["reserve", "@MANIFEST"], "*")],
+    "replay": [(["replay", "--trace", "tiresias", "--policy", "las", "--max-jobs", "20"], "*")],
     "simulate": [(["simulate", "--cluster", "classroom", "--duration", "5ms", "--json"], "*")],
 }
 

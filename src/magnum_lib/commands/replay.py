@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 import math
 
-from magnum_lib.commands._common import int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, Float, InputFile, Int, Text, int_value, print_table
 from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
 
 TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
+S = 10**9  # ns per second, for the duration flags' ranges
 POLICIES = ("fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel", "gavel-blind", "ftf", "fgd")
 
 
@@ -17,30 +18,46 @@ def add(subparsers) -> None:
         description="Job-level replay: jobs arrive, wait, run as gangs, may be preempted, "
                     "finish; print JCT, queueing, utilization and fairness figures.")
     p.add_argument("--trace", default="philly", choices=TRACES, help="which trace (default: philly)")
-    p.add_argument("--trace-file", metavar="PATH", help="read the trace from this file")
-    p.add_argument("--vc", help="Philly virtual cluster id (e.g. 0e4a51)")
-    p.add_argument("--min-duration", default="0s", metavar="D", help="keep jobs running >= D (e.g. 60s)")
-    p.add_argument("--gpu-counts", metavar="LIST", help="keep jobs with these GPU counts, e.g. 1,2,4,8")
-    p.add_argument("--max-jobs", metavar="N", help="keep the first N jobs after the filters")
-    p.add_argument("--jobs", default="200", metavar="N", help="Gavel trace: jobs to generate (default 200)")
-    p.add_argument("--jobs-per-hour", default="10", metavar="R", help="Gavel trace: arrival rate (default 10)")
-    p.add_argument("--nodes", metavar="N", help="cluster nodes (default: the trace's own cluster)")
-    p.add_argument("--gpus-per-node", default=None, metavar="G", help="GPUs per node (default 8; Tiresias 4)")
+    p.add_argument("--trace-file", metavar="PATH", type=InputFile("trace file", 2**28),
+                   help="read the trace from this file")
+    p.add_argument("--vc", type=Text(r"[0-9A-Za-z]+", "a Philly virtual cluster id such as 0e4a51", max_chars=16,
+                                     example="0e4a51"), help="Philly virtual cluster id (e.g. 0e4a51)")
+    p.add_argument("--min-duration", default="0s", metavar="D", type=Duration(0, 10**9 * S),
+                   help="keep jobs running >= D (e.g. 60s)")
+    p.add_argument("--gpu-counts", metavar="LIST", type=Text(r"\d{1,5}(,\d{1,5})*", "comma-separated GPU counts such as "
+                                                            "1,2,4,8", max_chars=200, example="1,2"),
+                   help="keep jobs with these GPU counts, e.g. 1,2,4,8")
+    p.add_argument("--max-jobs", metavar="N", type=Int(1, 100_000_000), help="keep the first N jobs after the filters")
+    p.add_argument("--jobs", default="200", metavar="N", type=Int(1, 10_000_000),
+                   help="Gavel trace: jobs to generate (default 200)")
+    p.add_argument("--jobs-per-hour", default="10", metavar="R", type=Float(0.0, 1e9, lo_open=True),
+                   help="Gavel trace: arrival rate (default 10)")
+    p.add_argument("--nodes", metavar="N", type=Int(1, 1_000_000), help="cluster nodes (default: the trace's own cluster)")
+    p.add_argument("--gpus-per-node", default=None, metavar="G", type=Int(1, 1024),
+                   help="GPUs per node (default 8; Tiresias 4)")
     p.add_argument("--gpu-types", metavar="SPEC",
+                   type=Text(r"\w{1,32}:\d{1,7}(,\w{1,32}:\d{1,7})*", "TYPE:COUNT pairs such as v100:36,k80:36",
+                             max_chars=400, example="v100:4"),
                    help="Gavel trace: GPUs per type, e.g. v100:36,p100:36,k80:36 (default 8 each)")
     p.add_argument("--placement", default="pooled",
                    choices=["pooled", "consolidated", "spread", "random"], help="(default: pooled)")
     p.add_argument("--policy", default="fifo-strict", choices=POLICIES, help="(default: fifo-strict)")
-    p.add_argument("--policy-file", metavar="FILE.py:NAME", help="your policy (class or function) instead")
+    p.add_argument("--policy-file", metavar="FILE.py:NAME", type=Text(r"[^\x00-\x1f]+\.py:[A-Za-z_]\w*",
+                                                                     "FILE.py:NAME", max_chars=4096, example="p.py:P"),
+                   help="your policy (class or function) instead")
     p.add_argument("--las-thresholds", default="3250,7200", metavar="LIST",
+                   type=Text(r"\d{1,12}(\.\d{1,9})?(,\d{1,12}(\.\d{1,9})?)*", "comma-separated GPU-seconds such as "
+                             "3250,7200", max_chars=200, example="3250"),
                    help="LAS queue thresholds in GPU-seconds (default Tiresias' 3250,7200)")
-    p.add_argument("--promote-knob", default="0", metavar="K",
+    p.add_argument("--promote-knob", default="0", metavar="K", type=Float(0.0, 1e6),
                    help="LAS starvation avoidance: back to queue 0 after waiting K x run time (0 = off)")
     p.add_argument("--las-tiresias-jump", action="store_true",
                    help="LAS demotion wake-ups by Tiresias' own formula (job-for-job agreement)")
-    p.add_argument("--round", default="360s", metavar="D", help="round length of gavel/ftf (default 360s)")
-    p.add_argument("--restore", default="0s", metavar="D", help="checkpoint-restore time per resume")
-    p.add_argument("--seed", default="0", metavar="S", help="random seed (default 0)")
+    p.add_argument("--round", default="360s", metavar="D", type=Duration(10**6, 10**7 * S),
+                   help="round length of gavel/ftf (default 360s)")
+    p.add_argument("--restore", default="0s", metavar="D", type=Duration(0, 86_400 * S),
+                   help="checkpoint-restore time per resume")
+    p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
@@ -184,7 +201,12 @@ def _run(args) -> int:
     if restore < 0:
         raise ParameterError("restore", f"must be >= 0, got {args.restore}")
     policy = load_policy_file(args.policy_file) if args.policy_file else _builtin(args)
-    jobs, cluster = build(args)
+    try:
+        jobs, cluster = build(args)
+    except ParameterError:
+        raise
+    except (FileNotFoundError, ValueError) as exc:  # a trace that is missing or not what it claims
+        raise ParameterError("trace_file" if args.trace_file else "trace", str(exc)) from None
     result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore)
     s = result.summary()
     s["trace"] = jobs.name

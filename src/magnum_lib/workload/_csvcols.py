@@ -96,7 +96,21 @@ class Columns:
 
 
 def read_columns(path: Path, header: list[str]) -> Columns:
-    """Read a CSV whose first line must be exactly ``header``; skip blank lines."""
+    """Read a CSV whose first line must be exactly ``header``; skip blank lines.
+
+    Text that is not UTF-8, or not CSV at all (a field past the csv module's limit), is a
+    ValueError naming the file and line, like every other problem in the file.
+    """
+    try:
+        return _read_columns(path, header)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start}); save it as UTF-8") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}: is not a CSV file ({excerpt(str(exc))})") from None
+
+
+def _read_columns(path: Path, header: list[str]) -> Columns:
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         first = next(reader, None)
