@@ -1,10 +1,10 @@
 """Run the published Tiresias simulator (SymbioticLab/Tiresias, simulator/) on our inputs.
 
 Nothing of Tiresias is in this repository: :func:`prepare` copies the checkout named by
-``$MAGNUM_TIRESIAS`` (default ``/work/peers/tiresias``) into a scratch folder and makes
-the one change Python 3 needs (``sys.maxint`` -> ``sys.maxsize``), then
-:func:`run_tiresias` runs ``run_sim.py`` with ``--scheme=count`` (pooled GPUs) and reads
-its ``job.csv``. Used by benchmarks/bench_replay.py and tests/test_replay_peers.py.
+``$MAGNUM_TIRESIAS`` (default ``/work/peers/tiresias``), unchanged, into a scratch folder
+(its simulator writes its logs beside itself), then :func:`run_tiresias` runs its
+``run_sim.py`` with ``--scheme=count`` (pooled GPUs) under Python 3, with the one name it
+needs from Python 2 (``sys.maxint``) provided at start-up, and reads its ``job.csv``. Used by benchmarks/bench_replay.py and tests/test_replay_peers.py.
 """
 from __future__ import annotations
 
@@ -27,13 +27,16 @@ def available() -> bool:
 
 
 def prepare(workdir) -> Path:
-    """A Python-3-runnable copy of Tiresias' simulator in ``workdir``."""
+    """An unchanged copy of Tiresias' simulator in ``workdir`` (it writes logs beside itself)."""
     dst = Path(workdir) / "tiresias_sim"
     if not dst.exists():
         shutil.copytree(TIRESIAS / "simulator", dst)
-        for f in dst.glob("*.py"):
-            f.write_text(f.read_text().replace("sys.maxint", "sys.maxsize"))
     return dst
+
+
+# Python 2's sys.maxint, which the simulator reads, is sys.maxsize in Python 3.
+_PY2_SHIM = "import runpy, sys; sys.maxint = sys.maxsize; sys.argv = sys.argv[1:]; " \
+            "runpy.run_path(sys.argv[0], run_name='__main__')"
 
 
 def write_trace(path, jobs) -> None:
@@ -57,7 +60,7 @@ def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, t
     out = sim / f"{tag}_{policy}"
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "run_sim.py", f"--cluster_spec={spec.name}", "--scheme=count",
+    subprocess.run([sys.executable, "-c", _PY2_SHIM, "run_sim.py", f"--cluster_spec={spec.name}", "--scheme=count",
                     f"--trace_file={trace.name}", f"--schedule={SCHEDULES[policy]}",
                     f"--log_path={out.name}"], cwd=sim, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
