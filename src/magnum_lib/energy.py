@@ -32,7 +32,7 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_positive
 
-__all__ = ["DvfsModel", "C46_FULL_SLA_MS", "C46_RELAXED_SLA_MS", "C46_POWER", "C46_SAVING"]
+__all__ = ["DvfsModel", "clock_for_deadline", "C46_FULL_SLA_MS", "C46_RELAXED_SLA_MS", "C46_POWER", "C46_SAVING"]
 
 #: The article's C46 figures: a job that tolerates 10 ms instead of 5 ms runs "at 60%
 #: power, saving 40% energy".
@@ -168,6 +168,17 @@ class DvfsModel:
         t0, t = self.runtime(1.0, compute, memory), self.runtime(f, compute, memory)
         return {"clock": f, "power_ratio": float(p / p0), "time_ratio": float(t / t0),
                 "energy_saving": float(1.0 - (p * t) / (p0 * t0))}
+
+
+def clock_for_deadline(model: DvfsModel, compute: float, memory: float, deadline: float) -> float:
+    """The clock an energy-aware scheduler picks for one request: the slowest that meets
+    ``deadline``, but never below the least-energy clock (slower than that, static power
+    makes the run cost more energy, not less); the top clock if even it misses the deadline.
+    """
+    compute, memory = _work(compute, memory)
+    if max(compute, memory) > deadline:
+        return 1.0
+    return max(model.slowest_clock_within(deadline, compute, memory), model.optimal_clock(compute, memory))
 
 
 def _work(compute, memory) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from magnum_lib.engine.errors import ParameterError
 
 _SKIP = {"classes", "mix"}
 _BOOLS = {"hetero_aware", "pre_reserve", "piggyback"}
-_CHOICE_FIELDS = {"scope", "policy", "view", "preempt", "service"}
+_CHOICE_FIELDS = {"scope", "policy", "view", "preempt", "service", "clock"}
 
 
 def _knobs():

@@ -126,6 +126,11 @@ class SimConfig:
     training_memory_fraction: float = 0.5
     quantum_s: float = 0.0  # node decision quantum (250e-6 for the Bouncer, C19)
     hedge_factor: float = 0.0  # hedge a copy still running at this x its expected time (0: off)
+    # energy (C46): "tdp" = TDP x time; "top" = the DVFS model (magnum_lib.energy) at the top
+    # clock; "sla" = each (class, device type) at the slowest clock whose service time fits
+    # clock_budget x the class's SLA (never below the least-energy clock)
+    clock: str = "tdp"
+    clock_budget: float = 0.5
     node_queue: int = 0  # requests a node queues beyond its devices
     # costs of the scheduling work (module docstring)
     c_round_s: float = 20e-6
@@ -180,7 +185,7 @@ PRESETS = {
 
 _CHOICES = {"scope": ("region", "cell"), "policy": ("random", "scan", "two-choices", "hash", "hints"),
             "view": ("fresh", "round", "gossip"), "preempt": ("none", "kill", "checkpoint", "micro"),
-            "service": ("roofline", "exp")}
+            "service": ("roofline", "exp"), "clock": ("tdp", "top", "sla")}
 # (lo, hi, lo_open): ranges of the numeric knobs.
 _RANGES = {
     "regions": (1, 64), "cells_per_region": (1, 4096), "nodes_per_cell": (1, 1_000_000),
@@ -195,7 +200,7 @@ _RANGES = {
     "partition_start_s": (-1.0, 1e7), "partition_s": (0.0, 1e7), "partition_fraction": (0.0, 1.0),
     "micro_preempt_s": (0.0, 1.0), "checkpoint_bandwidth": (1e6, 1e13),
     "checkpoint_interval_s": (1e-3, 1e7), "training_memory_fraction": (0.0, 1.0),
-    "quantum_s": (0.0, 0.1), "hedge_factor": (0.0, 100.0), "node_queue": (0, 1_000_000_000),
+    "quantum_s": (0.0, 0.1), "clock_budget": (0.01, 1.0), "hedge_factor": (0.0, 100.0), "node_queue": (0, 1_000_000_000),
     "c_round_s": (0.0, 10.0), "c_decision_s": (0.0, 10.0), "c_node_s": (0.0, 1.0),
     "c_validate_s": (0.0, 1.0), "seed": (0, 2**63 - 1), "trace_request": (-1, 2**62),
 }

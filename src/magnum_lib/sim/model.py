@@ -25,6 +25,7 @@ import numpy as np
 from magnum_lib import _backend
 from magnum_lib.cluster import build_cluster
 from magnum_lib.engine.distributions import NS_PER_S
+from magnum_lib.energy import DvfsModel, clock_for_deadline
 from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.config import SimConfig, check_config
@@ -62,7 +63,21 @@ def class_costs(cfg: SimConfig, type_keys):
             ok &= np.array([k in allowed for k in type_keys])
         t[c] = np.where(ok, m.time_s[0], np.inf)
         e[c] = np.where(ok, m.energy_j[0], np.inf)
+        if cfg.clock != "tdp":
+            for k in np.flatnonzero(ok):
+                t[c, k], e[c, k] = _clocked(cfg, rc, type_keys[k])
     return t, e
+
+
+def _clocked(cfg: SimConfig, rc, key: str) -> tuple[float, float]:
+    """Service seconds and joules of class ``rc`` on device ``key`` under the DVFS model
+    (``cfg.clock`` "top": the top clock; "sla": the clock fitting ``clock_budget`` x SLA)."""
+    acc = default_catalog()[key]
+    compute = rc.flops / (acc.peak(rc.precision) * rc.efficiency)
+    memory = rc.bytes_moved / acc.mem_bandwidth_Bps
+    model = DvfsModel(tdp_w=acc.tdp_w)
+    f = 1.0 if cfg.clock == "top" else clock_for_deadline(model, compute, memory, cfg.clock_budget * rc.sla_s)
+    return float(model.runtime(f, compute, memory)), float(model.energy_j(f, compute, memory))
 
 
 def type_order(cfg: SimConfig, times, energy, c: int) -> list:
@@ -312,6 +327,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     A["lag"][:] = rng.choice(lag_dist, size=n)
     core = core_module(backend).Core(A, np.array(params, dtype=np.int64))
     run = RegionRun(cfg, A, params, core, keys, power, times, rate, lag_dist, inf_dev)
+    run.energy = energy  # joules per request by (class, type): the summary's power per type
     run.rng = rng
     run.hint_types = np.array([type_order(cfg, times, energy, c)[0] for c in range(C)], dtype=np.int64)
     run.node_cell = node_cell

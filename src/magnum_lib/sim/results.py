@@ -33,11 +33,16 @@ def digest(run) -> dict:
     status, start, arr, finish, cls = A["status"], A["start"], A["arr"], A["finish"], A["cls"]
     started = start >= 0
     done = status == K.ST_DONE
+    # requests started per (class, device type): weights of the power each type drew
+    ran = started & (A["node"] >= 0)
+    C, T = len(run.cfg.classes), len(run.type_keys)
+    class_type = np.bincount(cls[ran] * T + A["node_type"][A["node"][ran]], minlength=C * T).reshape(C, T)
     idx = np.flatnonzero(started)
     step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
     sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
     return {
         "cfg": run.cfg, "type_keys": run.type_keys, "power_w": run.power_w, "rate": run.rate,
+        "class_type": class_type, "times": run.times, "energy": run.energy,
         "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
         "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
         "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
@@ -50,6 +55,19 @@ def digest(run) -> dict:
         "lag_mean": float(np.mean(run.lag_dist)), "trace": A["trace"].copy(),
         "backend": "python" if run.core.__class__.__module__.endswith("_ref") else "compiled",
     }
+
+
+def _power_per_type(runs) -> np.ndarray:
+    """Mean power (W) each device type drew while busy: the cost model's joules over its
+    seconds, weighted by the requests each (class, type) started (the TDP where the table
+    is TDP x time, or where a type started nothing)."""
+    n = sum(r["class_type"] for r in runs)
+    t, e = runs[0]["times"], runs[0]["energy"]
+    finite = np.isfinite(t) & np.isfinite(e)
+    seconds = np.where(finite, n * np.where(finite, t, 0.0), 0.0).sum(axis=0)
+    joules = np.where(finite, n * np.where(finite, e, 0.0), 0.0).sum(axis=0)
+    tdp = np.asarray(runs[0]["power_w"], dtype=float)
+    return np.where(seconds > 0, joules / np.where(seconds > 0, seconds, 1.0), tdp)
 
 
 def summarize(digests, wall_s: float) -> dict:
@@ -75,7 +93,7 @@ def summarize(digests, wall_s: float) -> dict:
     busy = sum(r["busy_type"] for r in runs)
     util_series = (np.mean([r["util"] for r in runs], axis=0) if len(runs[0]["util"])
                    else np.zeros((0, len(keys))))
-    energy = float(sum(busy[t] / NS_PER_S * runs[0]["power_w"][t] for t in range(len(keys))))
+    energy = float(busy / NS_PER_S @ _power_per_type(runs))
     leases = int(cnt[K.K_LEASES])
     refused = int(cnt[K.K_REFUSED] + cnt[K.K_EXPIRED])
     n = sum(r["n"] for r in runs)
