@@ -93,14 +93,15 @@ def test_leaderboard_on_sweep():
 
 
 def test_las_options_reach_the_policy(capsys):
-    base = PHILLY + ["--policy", "las"]
+    # Tiresias' 60 jobs on 8 GPUs: enough preemptions to tell the options apart, and quick on
+    # the Python loop (a 100 GPU-s threshold with promotion churns on a long Philly queue)
+    base = ["replay", "--trace", "tiresias", "--nodes", "2", "--gpus-per-node", "4", "--policy", "las"]
     default = _json(capsys, base)
     tight = _json(capsys, base + ["--las-thresholds", "100", "--promote-knob", "2"])
     assert tight["preemptions"] != default["preemptions"]
     from magnum_lib.replay import ReplayCluster, replay
     from magnum_lib.replay.policies import TiresiasLAS
-    from magnum_lib.replay.traces import philly_jobs
+    from magnum_lib.replay.traces import tiresias_jobs
 
-    jobs = philly_jobs("0e4a51", 60, [1, 2, 4, 8])
-    direct = replay(jobs, ReplayCluster.uniform(9, 4), TiresiasLAS((100.0,), 2.0)).summary()
+    direct = replay(tiresias_jobs(), ReplayCluster.uniform(2, 4), TiresiasLAS((100.0,), 2.0)).summary()
     assert tight["avg_jct_s"] == direct["avg_jct_s"]
