@@ -104,9 +104,15 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     if use_fast:
         from magnum_lib import _backend
 
-        fast = _backend.pick("magnum_lib.replay._fastloop", "magnum_lib.replay.fastloop_ref")
-        if backend == "compiled" and not fast.__name__.endswith("_fastloop"):
-            raise ImportError("backend='compiled' but magnum_lib.replay._fastloop is not built")
+        if backend == "compiled":  # asked for by name: it wins over MAGNUM_PUREPYTHON, as in every layer
+            import importlib
+
+            try:
+                fast = importlib.import_module("magnum_lib.replay._fastloop")
+            except ImportError:
+                raise ImportError("backend='compiled' but magnum_lib.replay._fastloop is not built") from None
+        else:
+            fast = _backend.pick("magnum_lib.replay._fastloop", "magnum_lib.replay.fastloop_ref")
     n = len(jobs)
     show = (n > 20_000) if progress is None else bool(progress)
     bar = None
