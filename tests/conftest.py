@@ -51,3 +51,20 @@ def cli_json(capsys, argv) -> dict:
     lines = captured.out.strip().splitlines()
     assert len(lines) == 1  # one JSON object
     return json.loads(lines[0])
+
+
+def replaced(base, args):
+    """``base`` with each ``--flag value`` of ``args`` replacing the same flag (a flag may appear once)."""
+    out, args = list(base), list(args)
+    while args:
+        name = args.pop(0)
+        if "=" in name:  # --flag=value: drop the base's copy, keep this one
+            flag = name.split("=", 1)[0]
+            if flag in out:
+                del out[out.index(flag):out.index(flag) + 2]
+            out.append(name)
+        elif name in out:
+            out[out.index(name) + 1] = args.pop(0)
+        else:
+            out += [name, args.pop(0)]
+    return out

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import cli_json
+from tests.conftest import cli_json, replaced
 
 import magnum_lib
 from magnum_lib.cli import main
@@ -16,21 +16,6 @@ BASE = ["queue", "--servers", "2", "--arrival-rate", "1.5", "--service-rate", "1
         "--jobs", "2000", "--seed", "3"]
 
 
-def replaced(base, args):
-    """``base`` with each ``--flag value`` of ``args`` replacing the same flag (a flag may appear once)."""
-    out, args = list(base), list(args)
-    while args:
-        name = args.pop(0)
-        if "=" in name:  # --flag=value: drop the base's copy, keep this one
-            flag = name.split("=", 1)[0]
-            if flag in out:
-                del out[out.index(flag):out.index(flag) + 2]
-            out.append(name)
-        elif name in out:
-            out[out.index(name) + 1] = args.pop(0)
-        else:
-            out += [name, args.pop(0)]
-    return out
 KEYS = {"wait_mean", "time_in_system_mean", "p_wait", "utilization", "p50", "p95", "p99",
         "jobs", "events", "wall_s", "backend"}
 

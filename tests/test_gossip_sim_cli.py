@@ -4,29 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import cli_json
+from tests.conftest import cli_json, replaced
 
 import magnum_lib
 from magnum_lib.cli import main
 
 BASE = ["gossip", "--nodes", "500", "--fanout", "2", "--seed", "3"]
-
-
-def replaced(base, args):
-    """``base`` with each ``--flag value`` of ``args`` replacing the same flag (a flag may appear once)."""
-    out, args = list(base), list(args)
-    while args:
-        name = args.pop(0)
-        if "=" in name:  # --flag=value: drop the base's copy, keep this one
-            flag = name.split("=", 1)[0]
-            if flag in out:
-                del out[out.index(flag):out.index(flag) + 2]
-            out.append(name)
-        elif name in out:
-            out[out.index(name) + 1] = args.pop(0)
-        else:
-            out += [name, args.pop(0)]
-    return out
 
 
 run_json = cli_json

@@ -7,27 +7,11 @@ import sys
 
 import pytest
 
-from tests.conftest import cli_json
+from tests.conftest import cli_json, replaced
 
 from magnum_lib.cli import main
 from magnum_lib.node import ring
 
-
-def replaced(base, args):
-    """``base`` with each ``--flag value`` of ``args`` replacing the same flag (a flag may appear once)."""
-    out, args = list(base), list(args)
-    while args:
-        name = args.pop(0)
-        if "=" in name:  # --flag=value: drop the base's copy, keep this one
-            flag = name.split("=", 1)[0]
-            if flag in out:
-                del out[out.index(flag):out.index(flag) + 2]
-            out.append(name)
-        elif name in out:
-            out[out.index(name) + 1] = args.pop(0)
-        else:
-            out += [name, args.pop(0)]
-    return out
 
 KEYS = {"items_per_s", "wall_s", "items", "capacity", "batch", "backend", "verified"}
 
