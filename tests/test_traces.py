@@ -249,5 +249,98 @@ def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
     assert "stanford-futuredata/gavel" in msg and "MAGNUM_SHARED_DATA" in msg
 
 
-from magnum_lib.workload import Workload, traces
-from magnum_lib.workload._csvcols import _read_columns, read_columns
+def _fake_shared(root):
+    (root / "shared" / "data" / "philly").mkdir(parents=True)
+    write(root / "shared" / "data" / "philly", "philly_jobs.csv",
+          PHILLY_HEADER + "2017-10-09 07:00:00,5,1,5,a\n")
+    return root / "shared" / "data" / "philly" / "philly_jobs.csv"
+
+
+def test_found_beside_an_ancestor_of_the_current_directory(tmp_path, monkeypatch):
+    # an installed wheel run from anywhere inside a checkout's parent finds ../shared/data
+    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    monkeypatch.setattr(traces, "_CHECKOUT", None)
+    expected = _fake_shared(tmp_path)
+    deep = tmp_path / "checkout" / "notebooks" / "x"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert trace_path("philly/philly_jobs.csv") == expected
+    assert len(load_philly()) == 1
+    (tmp_path / "shared" / "data" / "MANIFEST.tsv").write_text("file\n")
+    assert traces.shared_data_dir() == tmp_path / "shared" / "data"
+
+
+def test_found_beside_the_source_checkout_last(tmp_path, monkeypatch):
+    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    expected = _fake_shared(tmp_path)
+    elsewhere = tmp_path.parent / (tmp_path.name + "_cwd")
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(traces, "_CHECKOUT", tmp_path / "checkout")
+    assert trace_path("philly/philly_jobs.csv") == expected
+    monkeypatch.setattr(traces, "_CHECKOUT", None)  # an installed wheel: no checkout
+    with pytest.raises(FileNotFoundError, match="philly/philly_jobs.csv not found"):
+        trace_path("philly/philly_jobs.csv")
+
+
+def test_hetero_without_traces_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    from magnum_lib.cli import main
+
+    monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path))
+    assert main(["hetero", "--trace", "gavel"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("faux-magnum hetero: error: trace file gavel/simulation_throughputs.json not found")
+    assert "stanford-futuredata/gavel" in err
+
+
+# -- rows that parse but cannot be physical (issue 10 s3): refused with file, line and column ----------
+
+@pytest.mark.parametrize("body,col,what", [
+    ("2017-10-09 07:01:55,1e308,1,66.0,a\n", 2, "duration"),          # 3e300 years
+    ("2017-10-09 07:01:55,66.0,9200000000000000000,66.0,a\n", 3, "num_gpus"),
+    ("2017-10-09 07:01:55,66.0,99999999999999999999999,66.0,a\n", 3, "num_gpus"),  # past int64
+    ("2017-10-09 07:01:55,66.0,1,1e300,a\n", 4, "gpu_time"),
+])
+def test_philly_unphysical_rows(tmp_path, body, col, what):
+    p = write(tmp_path, "philly_big.csv", PHILLY_HEADER + body)
+    with pytest.raises(ValueError, match=rf"philly_big\.csv: line 2, column {col} \('{what}'\)") as info:
+        load_philly(p)
+    assert len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize("row,col,what", [
+    ("pod-1,12000,16384,1,500,,LS,Running,100,50,\n", 10, "deletion_time"),    # deleted before created
+    ("pod-1,12000,16384,1,500,,LS,Running,100,200,50\n", 11, "scheduled_time"),  # scheduled before created
+    ("pod-1,12000,16384,9200000000000000000,500,,LS,Running,0,100,\n", 4, "num_gpu"),
+    ("pod-1,12000,16384,1,500,,LS,Running,0,1e308,\n", 10, "deletion_time"),
+    ("pod-1,12000,9200000000000000000,1,500,,LS,Running,0,100,\n", 3, "memory_mib"),
+])
+def test_alibaba_unphysical_rows(tmp_path, row, col, what):
+    head = ",".join(traces._POD_COLS) + "\n"
+    p = write(tmp_path, "pods.csv", head + "pod-0,12000,16384,1,1000,,LS,Running,0,100,0\n" + row)
+    with pytest.raises(ValueError, match=rf"pods\.csv: line 3, column {col} \('{what}'\)"):
+        load_alibaba_pods(p)
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ("{\"k80\": {}}".encode("utf-16"), "not UTF-8"),
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (json.dumps({"k80": {"('m', 1)": {"null": 1e308}}}).encode(), r"throughput >= 0 and <= 1e\+06"),
+    (json.dumps({"k80": {"('m', 9200000000000000000)": {"null": 1.0}}}).encode(), "num_gpus"),
+    (json.dumps({"k80": {"(" * 50_000 + ")" * 50_000: {"null": 1.0}}}).encode(), "is not"),
+])
+def test_gavel_hostile_files(tmp_path, content, match):
+    p = tmp_path / "g.json"
+    p.write_bytes(content)
+    with pytest.raises(ValueError, match=match) as info:
+        load_gavel_throughputs(p)
+    assert len(str(info.value)) < 400
+
+
+def test_workload_refuses_times_past_int64_nanoseconds():
+    with pytest.raises(ValueError, match="duration_s must be <="):
+        Workload([0.0], [1e308])
+    with pytest.raises(ValueError, match="num_gpus must be"):
+        Workload([0.0], [1.0], num_gpus=2**62)
