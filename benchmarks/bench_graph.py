@@ -17,7 +17,6 @@ import json
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import yaml

@@ -251,7 +251,7 @@ class Duration(FlagType):
         self.example = format_duration(max(lo_ns, 1), digits=None)
 
     def parse(self, text):
-        from magnum_lib.units import format_duration, parse_duration
+        from magnum_lib.units import parse_duration
 
         value = text
         if self.bare_seconds:

@@ -7,7 +7,6 @@ time (stable: ties keep trace order), and job ``i`` is the ``i``-th in that orde
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
 
 MASK64 = (1 << 64) - 1
 
