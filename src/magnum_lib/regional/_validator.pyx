@@ -7,7 +7,10 @@ does (here in C, so the checks cost microseconds) before the ``nogil`` cores, wh
 import numpy as np
 
 from magnum_lib._typedefs cimport time_ns, intp_t
-from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, INT64_MAX
+
+from magnum_lib.regional._lease_rule cimport (LR_NO_DEVICES, LR_PREEMPT, VictimSlots, cover_victims,
+                                              is_victim, lease_expired, lease_verdict)
 
 from magnum_lib.regional.kernel_checks import check_place_shapes, check_validate_shapes, problem
 
@@ -40,24 +43,24 @@ cdef enum:
     UNKNOWN_NODE = 7
 
 
-cdef inline bint _victim_after(intp_t s, int64_t p, int64_t last_p, intp_t last_s) noexcept nogil:
-    return p > last_p or (p == last_p and s > last_s)
-
-
 cdef intp_t validate_core(const int64_t[:, ::1] leases, int64_t[:, ::1] nodes,
                           const uint8_t[::1] ic_ok, intp_t n_ic, int64_t[:, ::1] slots, intp_t K,
                           time_ns now, bint preempt, int64_t[:, ::1] out,
                           int64_t[:, ::1] pre) noexcept nogil:
-    cdef intp_t n_nodes = nodes.shape[0], n_pre = 0, r, i, s, base, best, last_s
-    cdef int64_t gained, last_p, prio, p, count, code, low, occ
-    cdef int k
+    cdef intp_t n_nodes = nodes.shape[0], n_pre = 0, r, i, s, base, last_s
+    cdef int64_t last_p, prio, count, code, low, occ
+    cdef int k, verdict
+    cdef VictimSlots vs  # the node's slots as the lease rule reads them (pointers set per use)
+    vs.prio_step = vs.count_step = vs.state_step = slots.shape[1]
+    vs.live_lo = 0  # a slot runs a job when its job index is >= 0
+    vs.live_hi = INT64_MAX
     for r in range(leases.shape[0]):
         out[r, 1] = -1
         i = leases[r, L_NODE]
         if i < 0 or i >= n_nodes:
             out[r, 0] = UNKNOWN_NODE
             continue
-        if leases[r, L_EXPIRY] <= now:
+        if lease_expired(leases[r, L_EXPIRY], now):
             out[r, 0] = EXPIRED
             continue
         if leases[r, L_TYPE] != nodes[i, N_TYPE]:
@@ -73,35 +76,24 @@ cdef intp_t validate_core(const int64_t[:, ::1] leases, int64_t[:, ::1] nodes,
         code = ACCEPTED
         prio = leases[r, L_PRIO]
         count = leases[r, L_COUNT]
-        if nodes[i, N_FREE] < count:
-            if not preempt or nodes[i, N_MINPRIO] >= prio:  # nobody here can be displaced
-                out[r, 0] = INSUFFICIENT_DEVICES
-                continue
+        verdict = lease_verdict(nodes[i, N_FREE], count, preempt, nodes[i, N_MINPRIO], prio)
+        if verdict == LR_NO_DEVICES:  # nobody here can be displaced
+            out[r, 0] = INSUFFICIENT_DEVICES
+            continue
+        if verdict == LR_PREEMPT:
             # Find the last victim in (priority, slot) order before evicting anything.
-            gained = nodes[i, N_FREE]
-            last_p = -1
-            last_s = -1
-            while gained < count:
-                best = -1
-                for s in range(base, base + K):
-                    p = slots[s, S_PRIO]
-                    if slots[s, S_JOB] >= 0 and p < prio and _victim_after(s, p, last_p, last_s):
-                        if best < 0 or p < slots[best, S_PRIO]:
-                            best = s
-                if best < 0:
-                    break
-                last_p = slots[best, S_PRIO]
-                last_s = best
-                gained += slots[best, S_COUNT]
-            if gained < count:
+            vs.prio = &slots[0, S_PRIO]
+            vs.count = &slots[0, S_COUNT]
+            vs.state = &slots[0, S_JOB]
+            last_s = cover_victims(&vs, base, base + K, nodes[i, N_FREE], count, prio, &last_p)
+            if last_s < 0:
                 out[r, 0] = INSUFFICIENT_DEVICES
                 continue
             low = NO_JOB_PRIO
             for s in range(base, base + K):
                 if slots[s, S_JOB] < 0:
                     continue
-                p = slots[s, S_PRIO]
-                if p < prio and not _victim_after(s, p, last_p, last_s):
+                if is_victim(&vs, s, prio, last_p, last_s):
                     pre[n_pre, 0] = slots[s, S_JOB]
                     pre[n_pre, 1] = slots[s, S_START]
                     pre[n_pre, 2] = r
@@ -111,8 +103,8 @@ cdef intp_t validate_core(const int64_t[:, ::1] leases, int64_t[:, ::1] nodes,
                     nodes[i, N_FREE] += slots[s, S_COUNT]
                     nodes[i, N_OCC] &= ~((<int64_t>1) << (s - base))
                     slots[s, S_JOB] = -1
-                elif p < low:
-                    low = p
+                elif slots[s, S_PRIO] < low:
+                    low = slots[s, S_PRIO]
             nodes[i, N_MINPRIO] = low
             code = ACCEPTED_PREEMPT
         occ = nodes[i, N_OCC]

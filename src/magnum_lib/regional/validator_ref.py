@@ -40,9 +40,58 @@ EXPIRED = 6
 UNKNOWN_NODE = 7
 
 
-def _victim_after(s, prio_s, last_p, last_s):
+# -- the lease rule, once (compiled twin: _lease_rule.pxd; used here and by sim/core_ref.py) --
+LR_ACCEPT, LR_PREEMPT, LR_NO_DEVICES = ACCEPTED, ACCEPTED_PREEMPT, INSUFFICIENT_DEVICES
+
+
+def lease_expired(expiry, now):
+    """A lease is good until (not at) its expiry."""
+    return expiry <= now
+
+
+def lease_verdict(free, count, preempt, min_prio, prio):
+    """Accept (enough free devices), look for victims (a lower priority runs), or refuse.
+
+    ``min_prio`` is the lowest priority running on the node (>= ``prio`` when nobody can go).
+    """
+    if free >= count:
+        return LR_ACCEPT
+    if preempt and min_prio < prio:
+        return LR_PREEMPT
+    return LR_NO_DEVICES
+
+
+def victim_after(s, prio_s, last_p, last_s):
     """True when slot ``s`` comes after the victim (last_p, last_s) in (priority, slot) order."""
     return prio_s > last_p or (prio_s == last_p and s > last_s)
+
+
+def is_victim(live, prio_of, s, prio, last_p, last_s):
+    """Slot ``s`` is evicted for a lease of priority ``prio`` whose last victim is (last_p, last_s)."""
+    p = prio_of(s)
+    return live(s) and p < prio and not victim_after(s, p, last_p, last_s)
+
+
+def cover_victims(live, prio_of, count_of, lo, hi, free, count, prio):
+    """The last victim ``(slot, priority)`` among slots ``lo..hi-1``, or ``(-1, -1)``.
+
+    Victims are strictly lower priorities taken in (priority, slot) order until ``free`` plus
+    their devices reaches ``count`` (call it when ``free < count``). Nothing is changed: the
+    caller evicts every slot for which :func:`is_victim` holds. ``live(s)``, ``prio_of(s)``
+    and ``count_of(s)`` read the caller's own slot layout.
+    """
+    gained, last_p, last_s = free, -1, -1
+    while gained < count:
+        best, best_p = -1, 0
+        for s in range(lo, hi):
+            p = prio_of(s)
+            if live(s) and p < prio and victim_after(s, p, last_p, last_s) and (best < 0 or p < best_p):
+                best, best_p = s, p
+        if best < 0:
+            return -1, -1
+        last_p, last_s = best_p, best
+        gained += count_of(best)
+    return last_s, last_p
 
 
 def validate_batch(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre):
@@ -62,7 +111,7 @@ def validate_batch(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre)
         if i < 0 or i >= n_nodes:
             out[r, 0] = UNKNOWN_NODE
             continue
-        if lease[L_EXPIRY] <= now:
+        if lease_expired(lease[L_EXPIRY], now):
             out[r, 0] = EXPIRED
             continue
         if lease[L_TYPE] != nodes[i, N_TYPE]:
@@ -77,35 +126,25 @@ def validate_batch(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre)
         base = i * K
         code = ACCEPTED
         prio = lease[L_PRIO]
-        if nodes[i, N_FREE] < lease[L_COUNT]:
-            if not preempt or nodes[i, N_MINPRIO] >= prio:  # nobody here can be displaced
-                out[r, 0] = INSUFFICIENT_DEVICES
-                continue
-            # Victims: strictly lower priority, taken in (priority, slot) order until enough
-            # devices are free. Find the last victim first without touching anything, so a
-            # shortfall leaves the node exactly as it was.
-            gained = nodes[i, N_FREE]
-            last_p, last_s = -1, -1
-            while gained < lease[L_COUNT]:
-                best = -1
-                for s in range(base, base + K):
-                    p = slots[s, S_PRIO]
-                    if slots[s, S_JOB] >= 0 and p < prio and _victim_after(s, p, last_p, last_s):
-                        if best < 0 or p < slots[best, S_PRIO]:
-                            best = s
-                if best < 0:
-                    break
-                last_p, last_s = slots[best, S_PRIO], best
-                gained += slots[best, S_COUNT]
-            if gained < lease[L_COUNT]:
+        verdict = lease_verdict(nodes[i, N_FREE], lease[L_COUNT], preempt, nodes[i, N_MINPRIO], prio)
+        if verdict == LR_NO_DEVICES:  # nobody here can be displaced
+            out[r, 0] = INSUFFICIENT_DEVICES
+            continue
+        if verdict == LR_PREEMPT:
+            # Find the last victim first without touching anything, so a shortfall leaves the
+            # node exactly as it was.
+            live = lambda s: slots[s, S_JOB] >= 0  # noqa: E731
+            prio_of = lambda s: slots[s, S_PRIO]  # noqa: E731
+            last_s, last_p = cover_victims(live, prio_of, lambda s: slots[s, S_COUNT], base, base + K,
+                                           nodes[i, N_FREE], lease[L_COUNT], prio)
+            if last_s < 0:
                 out[r, 0] = INSUFFICIENT_DEVICES
                 continue
             low = NO_JOB_PRIO
             for s in range(base, base + K):  # evict every slot up to the last victim, in slot order
                 if slots[s, S_JOB] < 0:
                     continue
-                p = slots[s, S_PRIO]
-                if p < prio and not _victim_after(s, p, last_p, last_s):
+                if is_victim(live, prio_of, s, prio, last_p, last_s):
                     pre[n_pre] = (slots[s, S_JOB], slots[s, S_START], r, slots[s, S_COUNT],
                                   slots[s, S_MEM])
                     n_pre += 1
@@ -113,7 +152,7 @@ def validate_batch(leases, nodes, ic_ok, n_ic, slots, K, now, preempt, out, pre)
                     nodes[i, N_OCC] &= ~(1 << (s - base))
                     slots[s, S_JOB] = -1
                 else:
-                    low = min(low, p)
+                    low = min(low, slots[s, S_PRIO])
             nodes[i, N_MINPRIO] = low
             code = ACCEPTED_PREEMPT
         occ = int(nodes[i, N_OCC])
