@@ -1,5 +1,7 @@
 # The compiled per-node dispatcher loop (see dispatcher_ref.py for the model). The loop
-# itself, `dispatch_loop`, is private to _dispatcher.pyx; this declares what it reports.
+# itself, `dispatch_loop`, is private to _dispatcher.pyx; this declares what it reports and
+# the dispatch rule it applies (`cdef inline`, also compiled into sim/_core.pyx; readable
+# twins of the same names in dispatcher_ref.py).
 from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport time_ns
@@ -18,3 +20,16 @@ cdef struct Counters:
     int64_t violations          # ... and found broken (0 when correct)
     int64_t admitted            # requests admitted by the end
     time_ns end_ns              # the last boundary
+
+
+cdef inline time_ns next_boundary(time_ns t, time_ns quantum) noexcept nogil:
+    # The first decision boundary k * quantum >= t (C19; t >= 0). quantum <= 0: every instant is one.
+    if quantum <= 0:
+        return t
+    return (t + quantum - 1) // quantum * quantum
+
+
+cdef inline time_ns start_after(time_ns ready, time_ns overhead, time_ns quantum) noexcept nogil:
+    # Useful work of an item that can be decided at `ready` begins at the next boundary plus the
+    # device's `overhead` spent first (pausing the item it displaces, C20, or a checkpoint).
+    return next_boundary(ready, quantum) + overhead

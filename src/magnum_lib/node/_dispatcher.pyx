@@ -54,7 +54,7 @@ cdef inline int64_t _done_by(int64_t rem, time_ns run_from, time_ns t) noexcept 
     return rem if done > rem else done
 
 
-cdef inline void _give(intp_t d, int64_t i, time_ns t, time_ns overhead, time_ns resume_ns,
+cdef inline void _give(intp_t d, int64_t i, time_ns t, time_ns quantum, time_ns overhead, time_ns resume_ns,
                        int64_t[::1] pauses, int64_t[::1] start, int64_t[::1] item,
                        int64_t[::1] given, int64_t[::1] run_from, Counters* c) noexcept nogil:
     # Device d takes item i at boundary t; its useful work begins after `overhead`.
@@ -63,9 +63,9 @@ cdef inline void _give(intp_t d, int64_t i, time_ns t, time_ns overhead, time_ns
         c.resume_overhead_ns += resume_ns
     item[d] = i
     given[d] = t
-    run_from[d] = t + overhead
+    run_from[d] = start_after(t, overhead, quantum)  # t is a boundary: t + overhead
     if start[i] < 0:
-        start[i] = t + overhead
+        start[i] = run_from[d]
     c.events += 1
 
 
@@ -103,7 +103,7 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
                 k = _most_urgent(qlen, n_classes)
                 if k < 0:
                     break
-                _give(d, _pop_front(qbuf, qhead, qlen, k, cap), t, 0, resume_ns,
+                _give(d, _pop_front(qbuf, qhead, qlen, k, cap), t, quantum, 0, resume_ns,
                       pauses, start, item, given, run_from, c)
                 decided = True
         while preempt:  # 4. micro-preemption
@@ -127,7 +127,7 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
             c.preemptions += 1
             c.pause_overhead_ns += pause_ns
             c.events += 1
-            _give(victim, _pop_front(qbuf, qhead, qlen, k, cap), t, pause_ns, resume_ns,
+            _give(victim, _pop_front(qbuf, qhead, qlen, k, cap), t, quantum, pause_ns, resume_ns,
                   pauses, start, item, given, run_from, c)
             decided = True
         if audit:  # work in = work done (credited + in progress) + work owed, recounted
@@ -155,7 +155,7 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
                     soonest = end
         if soonest < 0 or t >= last_tick:
             break
-        t = (soonest + quantum - 1) // quantum * quantum
+        t = next_boundary(soonest, quantum)
         if t > last_tick:
             t = last_tick
     for d in range(devices):  # snapshot the items still running at the end

@@ -44,6 +44,24 @@ MAX_KERNEL_QUEUE_SLOTS = 2**31  # requests x classes: the compiled loop's flat q
 MAX_KERNEL_DEVICES = 2**24
 
 
+def next_boundary(t: int, quantum: int) -> int:
+    """The first decision boundary ``k * quantum >= t`` (C19; ``t >= 0``); ``quantum <= 0``: ``t``.
+
+    The dispatch rule, once (compiled twin in ``_dispatcher.pxd``; the whole-system
+    simulator's cores call both).
+    """
+    return t if quantum <= 0 else -(-t // quantum) * quantum
+
+
+def start_after(ready: int, overhead: int, quantum: int) -> int:
+    """When useful work begins for an item that can be decided at ``ready`` (ns).
+
+    At the next boundary, after the device's ``overhead`` (pausing the item it displaces,
+    C20's micro-preemption, or a checkpoint).
+    """
+    return next_boundary(ready, quantum) + overhead
+
+
 def check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns,
                         preempt, n_classes, horizon_ns, audit) -> tuple:
     """Validate :func:`run_dispatch`'s arguments (both backends); return them normalized.
@@ -125,9 +143,9 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
         if pauses[i]:  # restarting a paused item costs a resume
             overhead += resume_ns
             c["resume_overhead_ns"] += resume_ns
-        item[d], given[d], run_from[d] = i, t, t + overhead
+        item[d], given[d], run_from[d] = i, t, start_after(t, overhead, q)  # t is a boundary
         if start[i] < 0:
-            start[i] = t + overhead
+            start[i] = run_from[d]
         c["events"] += 1
 
     def done_by(d, t):  # useful work of device d's item between run_from and t
@@ -183,7 +201,7 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
         soonest = min(ends + arrival[nxt:nxt + 1], default=None)
         if soonest is None or t >= last_tick:
             break
-        t = min(-(-soonest // q) * q, last_tick)
+        t = min(next_boundary(soonest, q), last_tick)
 
     for d in range(devices):  # snapshot the items still running at the end
         if item[d] >= 0:

@@ -31,12 +31,14 @@ from functools import cached_property
 import numpy as np
 from scipy import integrate, optimize, stats
 
+from magnum_lib import _backend
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, parse_param
+from magnum_lib.node.hedge_rule_ref import sends_copy
 from magnum_lib.units import parse_duration
 
 __all__ = ["LATENCY_KINDS", "QUANTILE_SOURCES", "LatencyDist", "HedgeResult", "latency_dist", "TailLatency", "tail_latency",
            "hedge_delay", "simulate_hedging", "hedged_survival", "hedged_density",
-           "hedged_quantile", "quantile_standard_error", "expected_extra_busy"]
+           "hedged_quantile", "quantile_standard_error", "expected_extra_busy", "hedge_plan"]
 
 LATENCY_KINDS = ("exp", "lognormal", "pareto")
 QUANTILE_SOURCES = ("true", "warmup")
@@ -388,7 +390,7 @@ def simulate_hedging(dist="exp", requests: int = 100_000, hedge_at="p95", seed: 
     warm = dist.sample(rng, warmup) if is_percentile and quantile_from == "warmup" else None
     t_h = hedge_delay(hedge_at, dist, quantile_from, warm)
 
-    hedged = x1 > t_h
+    hedged = sends_copy(x1, t_h)  # the layer's rule (node/hedge_rule_ref.py)
     r = np.where(hedged, np.minimum(x1, t_h + x2), x1)
     # Busy time: the winner works until R; the loser until the cancel reaches it (or it ends).
     primary_work = np.minimum(x1, r + cancel_s)
@@ -404,3 +406,14 @@ def simulate_hedging(dist="exp", requests: int = 100_000, hedge_at="p95", seed: 
         extra_busy=float((primary_work.sum() + copy_work.sum()) / unhedged_work - 1),
         backend="numpy", hedged=hedged, **tail_latency(r, x1), wall_s=time.perf_counter() - start,
     )
+
+
+def hedge_plan(duration_ns, expected_ns, factor_milli):
+    """Per request, the delay (ns after its start) at which a copy is sent, or -1 for none.
+
+    The relative rule of :mod:`magnum_lib.node.hedge_rule_ref` (a copy when the primary
+    runs past ``factor_milli / 1000`` x ``expected_ns``) on a batch, on the active backend
+    (compiled ``_hedge_rule`` or the reference). Bad arguments: TypeError / ValueError naming them.
+    """
+    return _backend.pick("magnum_lib.node._hedge_rule", "magnum_lib.node.hedge_rule_ref").hedge_plan(
+        duration_ns, expected_ns, factor_milli)
