@@ -8,6 +8,10 @@ import numpy as np
 
 from magnum_lib._typedefs cimport time_ns, intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_push, heap_pop, heap_peek
+from magnum_lib.node._dispatcher cimport next_boundary
+from magnum_lib.node._hedge_rule cimport hedge_delay_ns, sends_copy
+from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
+                                              lease_verdict)
 from magnum_lib.sim import core_ref as _ref
 
 cdef enum:
@@ -221,10 +225,7 @@ cdef class Core:
             self.ntrace += 1
 
     cdef inline int64_t _align(self, int64_t t) noexcept nogil:
-        cdef int64_t q = self.quantum_ns
-        if q <= 0:
-            return t
-        return (t + q - 1) // q * q
+        return next_boundary(t, self.quantum_ns)  # the dispatcher's decision quantum
 
     cdef void _schedule_round(self, int64_t t) noexcept nogil:
         if self.in_round:
@@ -459,8 +460,8 @@ cdef class Core:
             self.status[r] = ST_RUN
             self.start[r] = t
             self._trace(r, t, TR_START, i)
-            thr = base * self.hedge_milli // 1000  # hedge past hedge_factor x expected time
-            if self.hedge_milli > 0 and dur > thr:
+            thr = hedge_delay_ns(base, self.hedge_milli)  # the node layer's rule (_hedge_rule.pxd)
+            if sends_copy(dur, thr, self.hedge_milli > 0):
                 self._push(t + thr, r, EV_HEDGE)
 
     cdef void _accept_start(self, int64_t r, int64_t i, int64_t tv, int64_t extra, int64_t borrowed) noexcept nogil:
@@ -478,37 +479,47 @@ cdef class Core:
             self.view_time[i] = ta
 
     cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
-        cdef int64_t i = self.node[r], tv, c, sh, d, ck, since, lo, hi
-        cdef bint can_preempt
+        cdef int64_t i = self.node[r], tv, c, sh, d, ck, since, lo, hi, prio, last_p
+        cdef int verdict
+        cdef VictimSlots vs
         if self.view_mode == VIEW_FRESH:
             self.inflight[i] -= 1
         tv = ta + self.c_val_ns
         self.comp[r, C_VALID] += self.c_val_ns
         self._trace(r, ta, TR_LEASE, i)
-        if ta > self.expiry[r]:
+        if lease_expired(self.expiry[r], ta):
             self.cnt[K_EXPIRED] += 1
             self._refuse(r, tv, i)
             return
         c = self.cls[r]
-        if self._free(i) > 0:
+        prio = self.cls_prio[c]
+        # The validator's rule (regional/_lease_rule.pxd): one device, training is the only
+        # victim class (min_prio = prio when none runs here: nobody can go).
+        verdict = lease_verdict(self._free(i), 1, self.preempt != PRE_NONE,
+                                self.train_prio if self.train[i] > 0 else prio, prio)
+        if verdict == LR_ACCEPT:
             self.cnt[K_ACCEPT] += 1
             self._accept_start(r, i, tv, 0, 0)
             return
-        can_preempt = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio and self.train[i] > 0
-        if can_preempt and self.preempt == PRE_MICRO:
+        if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
             self.train[i] -= 1
             self.cnt[K_ACCEPT_MICRO] += 1
             self._accept_start(r, i, tv, self.micro_ns, 1)
             return
-        if can_preempt:
+        if verdict == LR_PREEMPT:
             lo = self.node_shard_off[i]
             hi = self.node_shard_off[i + 1]
-            sh = lo
-            while sh < hi:
-                if self.shard_state[sh] == 0:
-                    break
-                sh += 1
-            if sh == hi:
+            vs.prio = &self.train_prio  # every shard has the training priority
+            vs.prio_step = 0
+            vs.count = &self.shard_dev[0]
+            vs.count_step = 1
+            vs.state = &self.shard_state[0]  # running shards (state 0) can be evicted
+            vs.state_step = 1
+            vs.live_lo = 0
+            vs.live_hi = 0
+            # No device is free and one is needed, so the first victim is the only one.
+            sh = cover_victims(&vs, lo, hi, 0, 1, prio, &last_p)
+            if sh < 0:
                 sh = hi - 1
             d = self.shard_dev[sh]
             ck = self.node_ckpt_ns[i]

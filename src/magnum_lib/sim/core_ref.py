@@ -45,6 +45,10 @@ from __future__ import annotations
 
 import heapq
 
+from magnum_lib.node.dispatcher_ref import next_boundary
+from magnum_lib.node.hedge_rule_ref import hedge_delay_ns, sends_copy
+from magnum_lib.regional.validator_ref import LR_ACCEPT, LR_PREEMPT, cover_victims, lease_expired, lease_verdict
+
 
 MASK64 = (1 << 64) - 1
 
@@ -133,8 +137,7 @@ class Core:
             self.ntrace += 1
 
     def _align(self, t):
-        q = self.quantum_ns
-        return t if q <= 0 else -(-t // q) * q
+        return next_boundary(t, self.quantum_ns)  # the dispatcher's decision quantum
 
     def _schedule_round(self, t):
         """Make sure a round runs at the first grid point >= t (and after the busy scheduler)."""
@@ -355,8 +358,8 @@ class Core:
             A["status"][r] = ST_RUN
             A["start"][r] = t
             self._trace(r, t, TR_START, i)
-            thr = base * self.hedge_milli // 1000  # hedge past hedge_factor x expected time
-            if self.hedge_milli > 0 and dur > thr:
+            thr = hedge_delay_ns(base, self.hedge_milli)  # the node layer's rule (hedge_rule_ref)
+            if sends_copy(dur, thr, self.hedge_milli > 0):
                 self._push(t + thr, r, EV_HEDGE)
 
     def _accept_start(self, r, i, tv, extra, borrowed):
@@ -384,27 +387,34 @@ class Core:
         tv = ta + self.c_val_ns
         A["comp"][r, C_VALID] += self.c_val_ns
         self._trace(r, ta, TR_LEASE, i)
-        if ta > A["expiry"][r]:
+        if lease_expired(int(A["expiry"][r]), ta):
             cnt[K_EXPIRED] += 1
             self._refuse(r, tv, i)
             return
         free = int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])
         c = int(A["cls"][r])
-        if free > 0:
+        prio = int(A["cls_prio"][c])
+        # The validator's rule (regional.validator_ref): one device, training is the only
+        # victim class (min_prio = prio when none runs here: nobody can go).
+        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE,
+                                self.train_prio if A["train"][i] > 0 else prio, prio)
+        if verdict == LR_ACCEPT:
             cnt[K_ACCEPT] += 1
             self._accept_start(r, i, tv, 0, 0)
             return
-        can_preempt = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio \
-            and A["train"][i] > 0
-        if can_preempt and self.preempt == PRE_MICRO:
+        if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
             A["train"][i] -= 1
             cnt[K_ACCEPT_MICRO] += 1
             self._accept_start(r, i, tv, self.micro_ns, 1)
             return
-        if can_preempt:  # checkpoint: evict the node's first running shard (validator's order)
-            for sh in range(int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])):
-                if A["shard_state"][sh] == 0:
-                    break
+        if verdict == LR_PREEMPT:  # checkpoint: evict the validator's victim (every shard has train_prio)
+            lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
+            state, devs = A["shard_state"], A["shard_dev"]
+            # No device is free and one is needed, so the first victim is the only one.
+            sh, _ = cover_victims(lambda s: state[s] == 0, lambda s: self.train_prio, lambda s: int(devs[s]),
+                                  lo, hi, 0, 1, prio)
+            if sh < 0:
+                sh = hi - 1
             d = int(A["shard_dev"][sh])
             ck = int(A["node_ckpt_ns"][i])
             A["shard_state"][sh] = 1
