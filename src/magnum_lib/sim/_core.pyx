@@ -8,7 +8,7 @@ import numpy as np
 
 from magnum_lib._typedefs cimport time_ns, intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_push, heap_pop, heap_peek
-from magnum_lib.node._dispatcher cimport next_boundary
+from magnum_lib.node._dispatcher cimport next_boundary, start_after
 from magnum_lib.node._hedge_rule cimport hedge_delay_ns, sends_copy
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
                                               lease_verdict)
@@ -464,8 +464,10 @@ cdef class Core:
             if sends_copy(dur, thr, self.hedge_milli > 0):
                 self._push(t + thr, r, EV_HEDGE)
 
-    cdef void _accept_start(self, int64_t r, int64_t i, int64_t tv, int64_t extra, int64_t borrowed) noexcept nogil:
-        cdef int64_t t = self._align(tv + extra)
+    cdef void _accept_start(self, int64_t r, int64_t i, int64_t tv, int64_t ready, int64_t pause,
+                            int64_t borrowed) noexcept nogil:
+        # The dispatcher's rule (node/_dispatcher.pxd): the next boundary after `ready`, then `pause`.
+        cdef int64_t t = start_after(ready, pause, self.quantum_ns)
         self.comp[r, C_DISPATCH] += t - tv
         self._start_copy(2 * r, i, t, borrowed)
 
@@ -499,12 +501,12 @@ cdef class Core:
                                 self.train_prio if self.train[i] > 0 else prio, prio)
         if verdict == LR_ACCEPT:
             self.cnt[K_ACCEPT] += 1
-            self._accept_start(r, i, tv, 0, 0)
+            self._accept_start(r, i, tv, tv, 0, 0)
             return
         if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
             self.train[i] -= 1
             self.cnt[K_ACCEPT_MICRO] += 1
-            self._accept_start(r, i, tv, self.micro_ns, 1)
+            self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
             return
         if verdict == LR_PREEMPT:
             lo = self.node_shard_off[i]
@@ -533,7 +535,7 @@ cdef class Core:
             self.cnt[K_LOST_NS] += d * (since % self.ckpt_interval_ns)
             self.cnt[K_CKPT_NS] += d * ck
             self.cnt[K_ACCEPT_CKPT] += 1
-            self._accept_start(r, i, tv, ck, 0)
+            self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed
             return
         if self.qlen[i] < self.node_queue and self.run[i] + self.hold[i] > 0:
             self.cnt[K_ACCEPT] += 1

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import heapq
 
-from magnum_lib.node.dispatcher_ref import next_boundary
+from magnum_lib.node.dispatcher_ref import next_boundary, start_after
 from magnum_lib.node.hedge_rule_ref import hedge_delay_ns, sends_copy
 from magnum_lib.regional.validator_ref import LR_ACCEPT, LR_PREEMPT, cover_victims, lease_expired, lease_verdict
 
@@ -362,9 +362,10 @@ class Core:
             if sends_copy(dur, thr, self.hedge_milli > 0):
                 self._push(t + thr, r, EV_HEDGE)
 
-    def _accept_start(self, r, i, tv, extra, borrowed):
+    def _accept_start(self, r, i, tv, ready, pause, borrowed):
+        """Start r's primary on node i: the dispatcher's next boundary after ``ready``, then ``pause``."""
         A = self.A
-        t = self._align(tv + extra)
+        t = start_after(ready, pause, self.quantum_ns)
         A["comp"][r, C_DISPATCH] += t - tv
         self._start_copy(2 * r, i, t, borrowed)
 
@@ -400,12 +401,12 @@ class Core:
                                 self.train_prio if A["train"][i] > 0 else prio, prio)
         if verdict == LR_ACCEPT:
             cnt[K_ACCEPT] += 1
-            self._accept_start(r, i, tv, 0, 0)
+            self._accept_start(r, i, tv, tv, 0, 0)
             return
         if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
             A["train"][i] -= 1
             cnt[K_ACCEPT_MICRO] += 1
-            self._accept_start(r, i, tv, self.micro_ns, 1)
+            self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
             return
         if verdict == LR_PREEMPT:  # checkpoint: evict the validator's victim (every shard has train_prio)
             lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
@@ -427,7 +428,7 @@ class Core:
             cnt[K_LOST_NS] += d * (since % self.ckpt_interval_ns)
             cnt[K_CKPT_NS] += d * ck
             cnt[K_ACCEPT_CKPT] += 1
-            self._accept_start(r, i, tv, ck, 0)
+            self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed
             return
         # Queue only behind inference (or a checkpoint) that will free a device; a node
         # whose devices all run training would keep the request forever.
