@@ -1,0 +1,246 @@
+"""The simulator decides what the layers' own entry points decide, on both backends.
+
+The whole-system core calls the layers' rules (regional/_lease_rule.pxd, node/_dispatcher.pxd,
+node/_hedge_rule.pxd and their Python twins). Here a seeded run of the reference core records
+every lease it validates (the node's state just before, the outcome, the evicted shard), every
+start and every hedge it schedules; the records are then replayed through the layers' public
+batch entry points - ``validate_batch`` (one recorded lease per virtual node), the node
+dispatcher's ``run_dispatch`` and ``hedging.hedge_plan`` - on the Python and the compiled
+backends, which must decide exactly what the simulator decided. The compiled core's counters
+must equal the recorded run's (its arrays equal the reference's: tests/test_sim_core.py).
+"""
+import numpy as np
+import pytest
+
+from magnum_lib.node import dispatcher_ref, hedge_rule_ref
+from magnum_lib.regional import validator_ref as V
+from magnum_lib.sim import core_ref as K
+from magnum_lib.sim import make_config
+from magnum_lib.sim.model import build_region, run_region
+
+try:
+    from magnum_lib.node import _dispatcher, _hedge_rule
+    from magnum_lib.regional import _validator
+    from magnum_lib.sim import _core  # noqa: F401
+    COMPILED = True
+except ImportError:  # pragma: no cover - the reference-only install
+    COMPILED = False
+
+VALIDATORS = [V] + ([_validator] if COMPILED else [])
+DISPATCHERS = [dispatcher_ref] + ([_dispatcher] if COMPILED else [])
+HEDGERS = [hedge_rule_ref] + ([_hedge_rule] if COMPILED else [])
+IDS = ["python", "compiled"][:len(VALIDATORS)]
+
+UNPREEMPTIBLE = 1 << 40  # inference and checkpointing devices: above every class priority
+CASES = {  # seeded configurations that exercise every outcome of the lease rule
+    "checkpoint": dict(preset="magnum_v1", load=1.3, node_queue=2, quantum_s=1e-4, hedge_factor=1.5),
+    "micro": dict(preset="magnum_v2", load=1.3),
+    "kill": dict(preset="magnum_v1", preempt="kill", load=1.3, schedulers=8),
+}
+
+
+class Recorder(K.Core):
+    """The reference core, noting each lease decision, primary start and hedge it schedules."""
+
+    def _lease_decide(self, r, ta):
+        A = self.A
+        i = int(A["node"][r])
+        lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
+        rec = dict(r=r, i=i, ta=ta, tv=ta + self.c_val_ns, expiry=int(A["expiry"][r]),
+                   prio=int(A["cls_prio"][A["cls"][r]]), dev=int(A["node_dev"][i]), run=int(A["run"][i]),
+                   train=int(A["train"][i]), hold=int(A["hold"][i]), ckpt=int(A["node_ckpt_ns"][i]),
+                   lo=lo, state=A["shard_state"][lo:hi].copy(), sdev=A["shard_dev"][lo:hi].copy(),
+                   cnt=A["cnt"].copy())
+        super()._lease_decide(r, ta)
+        rec.update(delta=A["cnt"] - rec["cnt"], state_after=A["shard_state"][lo:hi].copy(),
+                   start=int(A["start"][r]) if A["status"][r] == K.ST_RUN and A["cnode"][2 * r] == i else -1)
+        self.leases.append(rec)
+
+    def _start_copy(self, c, i, t, borrowed):
+        self.pushed = {}
+        super()._start_copy(c, i, t, borrowed)
+        if c & 1 == 0:  # (duration, expected time, hedge delay or -1) of each primary
+            A = self.A
+            base = int(A["service"][int(A["cls"][c >> 1]) * self.n_types + int(A["node_type"][i])])
+            self.starts.append((self.pushed[K.EV_FINISH] - t, base, self.pushed.get(K.EV_HEDGE, t - 1) - t))
+
+    def _push(self, t, ident, kind):
+        self.pushed = getattr(self, "pushed", {})
+        self.pushed[kind] = t
+        super()._push(t, ident, kind)
+
+
+def _recorded(case):
+    knobs = dict(CASES[case])
+    cfg = make_config(knobs.pop("preset"), duration_s=0.05, seed=3, **knobs)
+    run = build_region(cfg, backend="python")
+    run.core.__class__ = Recorder
+    run.core.leases, run.core.starts = [], []
+    run_region(run)
+    return cfg, run
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def recorded(request):
+    return (request.param,) + _recorded(request.param)
+
+
+def _outcome(rec):
+    """The validator's result code for what the simulator did with the lease."""
+    d = rec["delta"]
+    if d[K.K_EXPIRED]:
+        return V.EXPIRED
+    if d[K.K_ACCEPT_MICRO] or d[K.K_ACCEPT_CKPT]:
+        return V.ACCEPTED_PREEMPT
+    if d[K.K_ACCEPT] and not d[K.K_QUEUED]:
+        return V.ACCEPTED
+    assert d[K.K_QUEUED] or d[K.K_REFUSED]  # the node's queue is the dispatcher's, after the verdict
+    return V.INSUFFICIENT_DEVICES
+
+
+def _as_validator_rows(recs, micro, train_prio):
+    """Each recorded lease on its own virtual node: inference, checkpoints and training as slots."""
+    # K bounds a node's slots and its devices (validator_ref): room for every holder and one more.
+    K_slots = max(max(r["dev"], 1 + r["run"] + (r["hold"] > 0) + max(len(r["state"]), 1)) for r in recs)
+    n = len(recs)
+    nodes = np.zeros((n, V.NODE_COLS), np.int64)
+    slots = np.full((n * K_slots, 6), -1, np.int64)
+    leases = np.zeros((n, 8), np.int64)
+    for v, rec in enumerate(recs):
+        held = []  # (job, priority, devices)
+        held += [(1_000_000 + k, UNPREEMPTIBLE, 1) for k in range(rec["run"])]
+        if rec["hold"]:
+            held.append((2_000_000, UNPREEMPTIBLE, rec["hold"]))
+        if micro:  # a micro-preemption borrows one training device: training is one victim slot
+            if rec["train"]:
+                held.append((3_000_000, train_prio, rec["train"]))
+        else:  # a checkpoint evicts a running shard; the simulator's shard index is the job
+            live = rec["state"] == 0
+            assert int(rec["sdev"][live].sum()) == rec["train"]  # the sim's training devices are its running shards
+            held += [(rec["lo"] + k, train_prio, int(rec["sdev"][k])) for k in np.flatnonzero(live)]
+        free = rec["dev"] - rec["run"] - rec["hold"] - rec["train"]
+        assert free >= 0
+        occ = 0
+        for k, (job, prio, count) in enumerate(held):
+            slots[v * K_slots + k] = (job, prio, count, 1, 1 << 62, 0)
+            occ |= 1 << k
+        nodes[v, :6] = (0, 0, 1, free, min([p for _, p, _ in held], default=V.NO_JOB_PRIO), occ)
+        leases[v] = (v, 0, 1, 1, 0, rec["expiry"], rec["prio"], 5_000_000 + v)
+    return leases, nodes, slots, K_slots
+
+
+@pytest.mark.parametrize("kernel", VALIDATORS, ids=IDS)
+def test_validator_decides_what_the_sim_decided(recorded, kernel):
+    case, cfg, run = recorded
+    recs = run.core.leases
+    want = np.array([_outcome(r) for r in recs])
+    # Each outcome occurs, so the comparison below covers every branch of the rule.
+    need = {V.ACCEPTED, V.ACCEPTED_PREEMPT, V.INSUFFICIENT_DEVICES}
+    assert need <= set(want.tolist()), (case, np.unique(want))
+    got = np.empty(len(recs), np.int64)
+    pre_victims = {}
+    for now in sorted({r["ta"] for r in recs}):  # one batch per validation instant
+        idx = [k for k, r in enumerate(recs) if r["ta"] == now]
+        leases, nodes, slots, Ks = _as_validator_rows([recs[k] for k in idx], case == "micro", run.core.train_prio)
+        out = np.zeros((len(idx), 2), np.int64)
+        pre = np.zeros((len(slots) + len(idx), 5), np.int64)
+        n_pre = kernel.validate_batch(leases, nodes, np.ones(1, np.uint8), 1, slots, Ks, int(now),
+                                      cfg.preempt != "none", out, pre)
+        got[idx] = out[:, 0]
+        for job, _, v, _, _ in pre[:n_pre]:
+            pre_victims.setdefault(idx[v], []).append(int(job))
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]
+    if case != "micro":  # the validator's victim is the shard the simulator evicted
+        for k, rec in enumerate(recs):
+            evicted = [rec["lo"] + j for j in np.flatnonzero(rec["state_after"] != rec["state"])]
+            assert pre_victims.get(k, []) == evicted, k
+
+
+@pytest.mark.parametrize("kernel", DISPATCHERS, ids=IDS)
+def test_dispatcher_starts_when_the_sim_started(recorded, kernel):
+    """An accepted lease starts at the dispatcher's next boundary; a micro-preemption pays the
+    pause after it (C19, C20); a checkpointed device is handed on at the boundary after it frees."""
+    case, cfg, run = recorded
+    q = max(run.core.quantum_ns, 1)  # quantum 0: every ns is a boundary
+    micro = run.core.micro_ns
+    checked = 0
+    for rec in run.core.leases:
+        d = rec["delta"]
+        if rec["start"] < 0 or checked >= 400:
+            continue
+        big = 10**15
+        if d[K.K_ACCEPT_MICRO]:  # a training kernel runs; the lease's request is more urgent
+            res = kernel.run_dispatch(np.array([0, rec["tv"]]), np.array([big, 1]), np.array([1, 0]), 1, q,
+                                      micro, 0, True, 2)
+            got = int(res["start_ns"][1])
+        else:
+            ready = rec["tv"] + (rec["ckpt"] if d[K.K_ACCEPT_CKPT] else 0)
+            res = kernel.run_dispatch(np.array([ready]), np.array([1]), np.array([0]), 1, q, 0, 0, False, 1)
+            got = int(res["start_ns"][0])
+        assert got == rec["start"], (case, rec["r"])
+        checked += 1
+    assert checked >= 50
+
+
+@pytest.mark.parametrize("kernel", HEDGERS, ids=IDS)
+def test_hedging_plans_the_sim_hedges(recorded, kernel):
+    case, cfg, run = recorded
+    starts = np.array(run.core.starts, np.int64)
+    assert len(starts) > 100
+    plan = kernel.hedge_plan(starts[:, 0], starts[:, 1], run.core.hedge_milli)
+    assert np.array_equal(plan, starts[:, 2])
+    if run.core.hedge_milli:
+        assert 0 < (plan >= 0).sum() < len(plan)  # some hedged, not all: both branches seen
+
+
+@pytest.mark.skipif(not COMPILED, reason="compiled core not built")
+@pytest.mark.parametrize("case", list(CASES))
+def test_compiled_core_makes_the_recorded_decisions(case):
+    cfg, rec = _recorded(case)
+    comp = run_region(build_region(cfg, backend="compiled"))
+    assert np.array_equal(comp.A["cnt"], rec.A["cnt"])
+    assert np.array_equal(comp.A["start"], rec.A["start"])
+
+
+def test_hedge_plan_checks_its_arguments():
+    from magnum_lib.node.hedging import hedge_plan
+    assert hedge_plan(np.array([5, 30]), np.array([10, 10]), 2000).tolist() == [-1, 20]
+    assert hedge_plan(np.array([5, 30]), np.array([10, 10]), 0).tolist() == [-1, -1]
+    for kernel in HEDGERS:
+        with pytest.raises(TypeError, match="duration_ns"):
+            kernel.hedge_plan(np.array([1.5]), np.array([1]), 1000)
+        with pytest.raises(ValueError, match="expected_ns"):
+            kernel.hedge_plan(np.array([1, 2]), np.array([1]), 1000)
+        with pytest.raises(ValueError, match="expected_ns"):
+            kernel.hedge_plan(np.array([1]), np.array([-1]), 1000)
+        with pytest.raises(ValueError, match="factor_milli"):
+            kernel.hedge_plan(np.array([1]), np.array([1]), -1)
+        with pytest.raises(TypeError, match="factor_milli"):
+            kernel.hedge_plan(np.array([1]), np.array([1]), True)
+        assert kernel.hedge_plan(np.array([], np.int64), np.array([], np.int64), 1000).shape == (0,)
+
+
+def test_lease_rule_twins_agree_with_the_validator_on_random_nodes():
+    """cover_victims / is_victim (the rule's Python twins) pick the validator's victims."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        k = int(rng.integers(1, 9))
+        prio = rng.integers(0, 4, k)
+        live = rng.random(k) < 0.7
+        count = rng.integers(1, 4, k)
+        free, need, p = int(rng.integers(0, 3)), int(rng.integers(1, 8)), int(rng.integers(0, 5))
+        last_s, last_p = V.cover_victims(lambda s: live[s], lambda s: prio[s], lambda s: count[s], 0, k, free, need, p)
+        cand = sorted((int(prio[s]), s) for s in range(k) if live[s] and prio[s] < p)
+        gained, chosen = free, []
+        for ps, s in cand:  # the readable form: lowest priorities first until enough is free
+            if gained >= need:
+                break
+            chosen.append(s)
+            gained += int(count[s])
+        if gained < need:
+            assert last_s == -1
+            continue
+        assert last_s == (chosen[-1] if chosen else -1)
+        if chosen:
+            assert sorted(s for s in range(k) if V.is_victim(lambda s: live[s], lambda s: prio[s], s, p, last_p, last_s)) \
+                == sorted(chosen)
