@@ -9,6 +9,7 @@ import numpy as np
 from magnum_lib._typedefs cimport time_ns, intp_t
 from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t, INT64_MAX
 
+from magnum_lib.regional._place_rule cimport better_of_two
 from magnum_lib.regional._lease_rule cimport (LR_NO_DEVICES, LR_PREEMPT, VictimSlots, cover_victims,
                                               is_victim, lease_expired, lease_verdict)
 
@@ -326,7 +327,7 @@ cdef intp_t place_core(int64_t[::1] view_free, const int64_t[:, ::1] nodes,
                     a = i
                 else:
                     b = i
-            best = b if b >= 0 and view_free[b] > view_free[a] else a
+            best = a if b < 0 else better_of_two(a, view_free[a], b, view_free[b])  # b >= 0: a >= 0
         out_node[r] = best
         if best >= 0:
             view_free[best] -= requests[r, 1]
