@@ -10,6 +10,7 @@ from magnum_lib._typedefs cimport time_ns, intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_push, heap_pop, heap_peek
 from magnum_lib.node._dispatcher cimport next_boundary, start_after
 from magnum_lib.node._hedge_rule cimport hedge_delay_ns, sends_copy
+from magnum_lib.regional._place_rule cimport better_of_two
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
                                               lease_verdict)
 from magnum_lib.sim import core_ref as _ref
@@ -329,9 +330,9 @@ cdef class Core:
         if pol == POL_RANDOM or a < 0:
             return a
         bb = self._pick_random(s, lo, n, cp, &left)
-        if bb >= 0 and self._avail(s, bb, cp) > self._avail(s, a, cp):
-            return bb
-        return a
+        if bb < 0:
+            return a
+        return better_of_two(a, self._avail(s, a, cp), bb, self._avail(s, bb, cp))  # regional/_place_rule.pxd
 
     cdef int64_t _place(self, int64_t s, int64_t r) noexcept nogil:
         cdef int64_t c = self.cls[r], h, i, k, q, npass, ps, lo, nh, best

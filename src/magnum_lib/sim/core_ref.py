@@ -47,7 +47,8 @@ import heapq
 
 from magnum_lib.node.dispatcher_ref import next_boundary, start_after
 from magnum_lib.node.hedge_rule_ref import hedge_delay_ns, sends_copy
-from magnum_lib.regional.validator_ref import LR_ACCEPT, LR_PREEMPT, cover_victims, lease_expired, lease_verdict
+from magnum_lib.regional.validator_ref import (LR_ACCEPT, LR_PREEMPT, better_of_two, cover_victims, lease_expired,
+                                             lease_verdict)
 
 
 MASK64 = (1 << 64) - 1
@@ -240,9 +241,9 @@ class Core:
         if pol == POL_RANDOM or a < 0:
             return a
         b = self._pick_random(s, lo, n, cp, left)
-        if b >= 0 and self._avail(s, b, cp) > self._avail(s, a, cp):
-            return b
-        return a
+        if b < 0:
+            return a
+        return better_of_two(a, self._avail(s, a, cp), b, self._avail(s, b, cp))  # the regional layer's pick
 
     def _place(self, s, r):
         """Node for request r by scheduler s, or -1: free devices first, preemption second."""
