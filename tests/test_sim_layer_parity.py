@@ -56,6 +56,18 @@ class Recorder(K.Core):
                    start=int(A["start"][r]) if A["status"][r] == K.ST_RUN and A["cnode"][2 * r] == i else -1)
         self.leases.append(rec)
 
+    def _pick_random(self, s, lo, n, cp, t_left):
+        i = super()._pick_random(s, lo, n, cp, t_left)
+        self.picks.append((i, self._avail(s, i, cp) if i >= 0 else 0))
+        return i
+
+    def _place_pool(self, s, r, pool, cp):
+        self.picks = []
+        i = super()._place_pool(s, r, pool, cp)
+        if len(self.picks) == 2:  # two choices: (first pick, its room, second pick, its room, chosen)
+            self.pairs.append(self.picks[0] + self.picks[1] + (i,))
+        return i
+
     def _start_copy(self, c, i, t, borrowed):
         self.pushed = {}
         super()._start_copy(c, i, t, borrowed)
@@ -75,7 +87,7 @@ def _recorded(case):
     cfg = make_config(knobs.pop("preset"), duration_s=0.05, seed=3, **knobs)
     run = build_region(cfg, backend="python")
     run.core.__class__ = Recorder
-    run.core.leases, run.core.starts = [], []
+    run.core.leases, run.core.starts, run.core.pairs = [], [], []
     run_region(run)
     return cfg, run
 
@@ -180,6 +192,30 @@ def test_dispatcher_starts_when_the_sim_started(recorded, kernel):
         assert got == rec["start"], (case, rec["r"])
         checked += 1
     assert checked >= 50
+
+
+PLACERS = VALIDATORS
+
+
+@pytest.mark.parametrize("kernel", PLACERS, ids=IDS)
+def test_two_choices_pick_as_place_batch_picks(recorded, kernel):
+    """Given the sim's two random picks and their room in its view, the regional layer's
+    place_batch (policy 2, the picks as its draws) chooses the node the sim chose."""
+    case, cfg, run = recorded
+    pairs = np.array([p for p in run.core.pairs if p[2] >= 0], np.int64)
+    assert len(pairs) > 50
+    n = len(pairs)
+    view_free = pairs[:, [1, 3]].reshape(-1).copy()  # request k's picks are virtual nodes 2k, 2k+1
+    nodes = np.zeros((2 * n, V.NODE_COLS), np.int64)
+    nodes[:, V.N_MEM] = 1
+    draws = np.arange(2 * n, dtype=np.int32).reshape(n, 2)
+    requests = np.tile(np.array([0, 1, 1, 0], np.int64), (n, 1))
+    out = np.full(n, -2, np.int64)
+    kernel.place_batch(view_free, nodes, np.ones(1, np.uint8), 1, requests, 2, draws,
+                       np.zeros((n, 0), np.int64), out)
+    chosen = np.where(out % 2 == 0, pairs[:, 0], pairs[:, 2])
+    assert (out // 2 == np.arange(n)).all() and np.array_equal(chosen, pairs[:, 4])
+    assert (pairs[:, 4] == pairs[:, 2]).any() and (pairs[:, 4] == pairs[:, 0]).any()
 
 
 @pytest.mark.parametrize("kernel", HEDGERS, ids=IDS)
