@@ -7,6 +7,13 @@ next decision quantum, optionally hedged on another node, and finish. Everything
 core does is integer arithmetic on the arrays it is given, in the order of one event
 heap whose ties are broken by insertion order, so both backends agree exactly.
 
+The decisions are the layers' rules, called here (their compiled twins are inlined into
+``_core.pyx``): the lease verdict and victim order of ``regional.validator_ref``
+(``lease_expired``, ``lease_verdict``, ``cover_victims``), the two-choices pick
+(``better_of_two``), the decision quantum and start after a pause of ``node.dispatcher_ref``
+(``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref``;
+tests/test_sim_layer_parity.py replays recorded runs through the layers' entry points.
+
 The Python wiring (:mod:`magnum_lib.sim.model`) builds the inputs from the layers
 (cluster, hardware cost model, workload generators, gossip dissemination lags, Bloom
 digest) and calls :meth:`Core.advance` chunk by chunk, changing the view between chunks
