@@ -15,7 +15,9 @@ p95 adds exactly 5% load whatever the distribution.
 Everything here is vectorized numpy on seeded draws; there is no compiled kernel because
 the lesson is the formula above and its vector form already runs 10^6 requests in well
 under a second (both backends run this same code; results report ``backend="numpy"``).
-Times are seconds (floats); delays may also be strings such as ``"10ms"``.
+Times are seconds (floats); delays may also be strings such as ``"10ms"``. The one
+exception is :func:`hedge_plan`, the per-request rule in int64 ns that the whole-system
+simulator applies (``hedge_rule_ref`` / compiled ``_hedge_rule``).
 
 >>> r = simulate_hedging("exp", requests=20_000, hedge_at="p95", seed=1)
 >>> round(r.extra_load, 2), r.p99 < r.p99_unhedged
