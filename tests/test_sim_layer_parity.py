@@ -82,8 +82,12 @@ class Recorder(K.Core):
         super()._push(t, ident, kind)
 
 
+# A lease that reaches its node exactly at its expiry (timeout = RTT/2) is expired, as the validator says.
+AT_EXPIRY = dict(preset="magnum_v1", lease_timeout_s=50e-6, rtt_s=100e-6, max_attempts=3)
+
+
 def _recorded(case):
-    knobs = dict(CASES[case])
+    knobs = dict(CASES.get(case, AT_EXPIRY))
     cfg = make_config(knobs.pop("preset"), duration_s=0.05, seed=3, **knobs)
     run = build_region(cfg, backend="python")
     run.core.__class__ = Recorder
@@ -166,6 +170,19 @@ def test_validator_decides_what_the_sim_decided(recorded, kernel):
         for k, rec in enumerate(recs):
             evicted = [rec["lo"] + j for j in np.flatnonzero(rec["state_after"] != rec["state"])]
             assert pre_victims.get(k, []) == evicted, k
+
+
+@pytest.mark.parametrize("kernel", VALIDATORS, ids=IDS)
+def test_a_lease_at_its_expiry_is_expired_in_both(kernel):
+    cfg, run = _recorded("at_expiry")
+    recs = run.core.leases
+    assert len(recs) > 50 and all(_outcome(r) == V.EXPIRED for r in recs)
+    assert all(r["ta"] == r["expiry"] for r in recs)
+    leases, nodes, slots, Ks = _as_validator_rows(recs[:1], False, run.core.train_prio)
+    out = np.zeros((1, 2), np.int64)
+    kernel.validate_batch(leases, nodes, np.ones(1, np.uint8), 1, slots, Ks, recs[0]["ta"], True, out,
+                          np.zeros((len(slots) + 1, 5), np.int64))
+    assert out[0, 0] == V.EXPIRED
 
 
 @pytest.mark.parametrize("kernel", DISPATCHERS, ids=IDS)
