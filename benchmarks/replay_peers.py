@@ -9,6 +9,7 @@ needs from Python 2 (``sys.maxint``) provided at start-up, and reads its ``job.c
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -134,3 +135,116 @@ def run_gavel_fifo(workdir, jobs, gpus: int, gpus_per_server: int):
                           str(gpus), str(gpus_per_server)], check=True, capture_output=True, text=True)
     line = [x for x in out.stdout.splitlines() if x.startswith("GAVEL_RESULT")][-1].split()
     return float(line[2]), float(line[3])
+
+
+# ----------------------------------------------------------------------------- Gavel's LP
+# Gavel's max-min fairness policies import cvxpy, which is not a project dependency: they
+# run under a separate interpreter ($MAGNUM_GAVEL_PYTHON, a virtualenv with numpy, scipy
+# and cvxpy only; see the notes), in a subprocess fed JSON on stdin.
+GAVEL_PYTHON = Path(os.environ.get("MAGNUM_GAVEL_PYTHON", "/work/peers/gavel-venv/bin/python"))
+
+_GAVEL_LP_DRIVER = r'''
+import json, sys, time
+sched = sys.argv[1]
+sys.path.insert(0, sched)
+sys.path.insert(0, sched + "/policies")
+import numpy as np
+import cvxpy
+from job_id_pair import JobIdPair
+from max_min_fairness import MaxMinFairnessPolicy, MaxMinFairnessPolicyWithPerf
+req = json.load(sys.stdin)
+types = req["types"]
+ids = [JobIdPair(i, None) for i in range(len(req["thr"]))]
+thr = {j: dict(zip(types, row)) for j, row in zip(ids, req["thr"])}
+sf = {j: s for j, s in zip(ids, req["scale"])}
+pw = {j: 1.0 for j in ids}
+spec = dict(zip(types, req["gpus"]))
+cls = MaxMinFairnessPolicyWithPerf if req["aware"] else MaxMinFairnessPolicy
+pol = cls(solver=req["solver"])
+t0 = time.perf_counter()
+alloc = pol.get_allocation(thr, sf, pw, spec)
+wall = time.perf_counter() - t0
+X = [[float(alloc[j][t]) for t in types] for j in ids]
+print(json.dumps({"X": X, "wall_s": wall, "cvxpy": cvxpy.__version__}))
+'''
+
+
+def gavel_lp_available() -> bool:
+    return gavel_available() and GAVEL_PYTHON.is_file()
+
+
+def gavel_lp_inputs(n_jobs: int, gpus_by_type: dict, seed: int = 0):
+    """Jobs drawn as :func:`magnum_lib.replay.traces.gavel_jobs` does, with their raw
+    throughput rows (steps/s on each type of ``gpus_by_type``, Gavel's measured matrix)."""
+    from magnum_lib.replay import traces
+    from magnum_lib.workload.traces import load_gavel_throughputs
+
+    jobs = traces.gavel_jobs(n_jobs, seed=seed, gpu_types=tuple(gpus_by_type))
+    m = load_gavel_throughputs()
+    thr = np.array([[m.isolated[(jobs.model_names[c], int(g), t)] for t in gpus_by_type]
+                    for c, g in zip(jobs.model_code, jobs.num_gpus)])
+    return jobs, thr
+
+
+def run_gavel_lp(thr, scale, gpus_by_type: dict, aware: bool = True, solver: str = "CLARABEL"):
+    """Gavel's ``MaxMinFairnessPolicyWithPerf`` (``aware``) or ``MaxMinFairnessPolicy``
+    (blind) on ``thr`` (jobs x types, steps/s): ``(X, wall s, cvxpy version)``."""
+    req = {"types": list(gpus_by_type), "gpus": [int(v) for v in gpus_by_type.values()],
+           "thr": np.asarray(thr, float).tolist(), "scale": [int(s) for s in scale],
+           "aware": bool(aware), "solver": solver}
+    out = subprocess.run([str(GAVEL_PYTHON), "-c", _GAVEL_LP_DRIVER, str(GAVEL / "scheduler")],
+                         input=json.dumps(req), check=True, capture_output=True, text=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    return np.array(res["X"]), res["wall_s"], res["cvxpy"]
+
+
+def normalized_throughputs(thr, scale, gpus_by_type: dict, X):
+    """Each job's effective throughput under ``X`` over its throughput under Gavel's
+    proportional split, times its scale factor: the quantity max-min fairness maximizes
+    the minimum of (Gavel's objective, unitless, invariant to scaling a job's row)."""
+    thr = np.asarray(thr, float)
+    m = thr.shape[0]
+    N = np.array(list(gpus_by_type.values()), float)
+    xp = np.tile(N / m, (m, 1))
+    xp /= xp.sum(axis=1).max()
+    prop = (thr * xp).sum(axis=1)
+    return np.asarray(scale, float) * (thr * np.asarray(X)).sum(axis=1) / prop
+
+
+def unique_range(thr, scale, gpus_by_type: dict, z, slack: float = 1e-7):
+    """For each job, the (min, max) of its normalized throughput over every allocation whose
+    minimum is within ``slack`` (relative) of the optimum ``z``: where min == max the
+    optimum fixes that job's throughput, elsewhere any value in between is optimal too."""
+    from scipy.optimize import linprog
+
+    thr = np.asarray(thr, float)
+    m, T = thr.shape
+    N = np.array(list(gpus_by_type.values()), float)
+    s = np.asarray(scale, float)
+    xp = np.tile(N / m, (m, 1))
+    xp /= xp.sum(axis=1).max()
+    coef = (s / (thr * xp).sum(axis=1))[:, None] * thr        # normalized = sum_t coef X
+    A, b = [], []
+    for j in range(m):                                         # coef_j . X_j >= z (1 - slack)
+        r = np.zeros(m * T)
+        r[j * T:(j + 1) * T] = -coef[j]
+        A.append(r)
+        b.append(-z * (1 - slack))
+    for j in range(m):
+        r = np.zeros(m * T)
+        r[j * T:(j + 1) * T] = 1.0
+        A.append(r)
+        b.append(1.0)
+    for t in range(T):
+        r = np.zeros(m * T)
+        r[t::T] = s
+        A.append(r)
+        b.append(N[t])
+    A, b = np.array(A), np.array(b)
+    lo, hi = np.zeros(m), np.zeros(m)
+    for j in range(m):
+        c = np.zeros(m * T)
+        c[j * T:(j + 1) * T] = coef[j]
+        lo[j] = linprog(c, A_ub=A, b_ub=b, bounds=(0, 1), method="highs").fun
+        hi[j] = -linprog(-c, A_ub=A, b_ub=b, bounds=(0, 1), method="highs").fun
+    return lo, hi

@@ -1,6 +1,12 @@
-"""Agreement with Tiresias' own simulator, run here on the same inputs (skipped when the
-checkout is absent): same per-job finish times for FIFO, skip-ahead FIFO, SRTF and LAS
-on Tiresias' 60-job trace and on a Philly slice."""
+"""Agreement with the published simulators, run here on the same inputs (each test skips
+when its checkout is absent):
+
+* Tiresias' simulator: same per-job finish times for FIFO, skip-ahead FIFO, SRTF and LAS
+  on Tiresias' 60-job trace and on a Philly slice.
+* Gavel's max-min fairness LP (its own policy code under cvxpy, in a separate
+  interpreter ``$MAGNUM_GAVEL_PYTHON``): the same optimum as ours (HiGHS), and the same
+  per-job normalized throughput wherever the optimum fixes it.
+"""
 from __future__ import annotations
 
 import sys
@@ -15,8 +21,11 @@ import replay_peers  # noqa: E402
 from magnum_lib.replay import ReplayCluster, replay  # noqa: E402
 from magnum_lib.replay import traces  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not replay_peers.available(), reason="Tiresias checkout not found "
-                                "(set MAGNUM_TIRESIAS to SymbioticLab/Tiresias)")
+tiresias = pytest.mark.skipif(not replay_peers.available(), reason="Tiresias checkout not found "
+                              "(set MAGNUM_TIRESIAS to SymbioticLab/Tiresias)")
+gavel_lp = pytest.mark.skipif(not replay_peers.gavel_lp_available(),
+                              reason="Gavel checkout ($MAGNUM_GAVEL) or its cvxpy interpreter "
+                                     "($MAGNUM_GAVEL_PYTHON) not found")
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +33,7 @@ def sim(tmp_path_factory):
     return replay_peers.prepare(tmp_path_factory.mktemp("tiresias"))
 
 
+@tiresias
 @pytest.mark.parametrize("policy", ["fifo-strict", "fifo-skip", "srtf", "las"])
 @pytest.mark.parametrize("nodes", [2, 4])
 def test_60_job_trace_matches_tiresias(sim, policy, nodes):
@@ -34,6 +44,7 @@ def test_60_job_trace_matches_tiresias(sim, policy, nodes):
     assert ours.preemptions.sum() == pre
 
 
+@tiresias
 @pytest.mark.parametrize("policy", ["fifo-strict", "fifo-skip", "srtf"])
 def test_philly_slice_matches_tiresias(sim, policy):
     jobs = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4, 8]).subset(slice(0, 150))
@@ -42,6 +53,7 @@ def test_philly_slice_matches_tiresias(sim, policy):
     np.testing.assert_array_equal(ours.finish_s, theirs)
 
 
+@tiresias
 def test_philly_slice_las_with_tiresias_jump_formula_matches(sim):
     from magnum_lib.replay.policies import TiresiasLAS
 
@@ -53,3 +65,36 @@ def test_philly_slice_las_with_tiresias_jump_formula_matches(sim):
         assert ours.preemptions.sum() == pre
     exact = replay(jobs, ReplayCluster.uniform(4, 4), "las")
     assert not np.array_equal(exact.finish_s, theirs)   # the formula matters on this slice
+
+
+LP_CASES = [(12, {"v100": 4, "p100": 4, "k80": 4}, 1), (40, {"v100": 12, "p100": 12, "k80": 12}, 2),
+            (30, {"v100": 8, "p100": 16, "k80": 24}, 3)]
+
+
+@gavel_lp
+@pytest.mark.parametrize("aware", [True, False], ids=["aware", "blind"])
+@pytest.mark.parametrize("n,spec,seed", LP_CASES)
+def test_maxmin_lp_matches_gavels_policy(n, spec, seed, aware):
+    """Gavel's MaxMinFairnessPolicyWithPerf / MaxMinFairnessPolicy (cvxpy, Clarabel) and our
+    maxmin_allocation (HiGHS) on the same jobs, matrix and cluster."""
+    from magnum_lib.replay.fairness import maxmin_allocation
+
+    jobs, thr = replay_peers.gavel_lp_inputs(n, spec, seed)
+    if not aware:
+        thr = np.ones_like(thr)
+    theirs, _, _ = replay_peers.run_gavel_lp(thr, jobs.num_gpus, spec, aware=aware)
+    ours = maxmin_allocation(jobs.speed if aware else np.ones_like(jobs.speed), jobs.num_gpus,
+                             list(spec.values()))
+    for X in (theirs, ours):                          # both feasible for the same constraints
+        assert np.all(X >= -1e-7) and np.all(X.sum(axis=1) <= 1 + 1e-6)
+        assert np.all((jobs.num_gpus[:, None] * X).sum(axis=0) <= np.array(list(spec.values())) + 1e-5)
+    g = replay_peers.normalized_throughputs(thr, jobs.num_gpus, spec, theirs)
+    o = replay_peers.normalized_throughputs(thr, jobs.num_gpus, spec, ours)
+    z = o.min()
+    assert abs(g.min() - z) <= 1e-6 * z                # the optimum, to solver tolerance
+    lo, hi = replay_peers.unique_range(thr, jobs.num_gpus, spec, z, slack=1e-9)
+    for v in (g, o):                                    # each solution is optimal for the other's LP
+        assert np.all(v >= lo - 1e-5 * z) and np.all(v <= hi + 1e-5 * z)
+    fixed = hi - lo <= 1e-6 * z                         # jobs whose throughput the optimum fixes
+    assert fixed.any()                                  # (at least the bottleneck jobs)
+    np.testing.assert_allclose(g[fixed], o[fixed], rtol=1e-5)
