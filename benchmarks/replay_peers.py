@@ -81,10 +81,11 @@ GAVEL_MODEL = "ResNet-50 (batch size 64)"
 
 # Gavel's scheduler imports cvxpy, grpc, matrix_completion, psutil and its RPC runtime at
 # module level; its FIFO policy and simulator use none of them. The driver below replaces
-# those modules by inert stand-ins so the simulator runs without new dependencies. (LP
-# policies, which need cvxpy, cannot run this way.)
-_GAVEL_DRIVER = r'''
-import sys, time, types, os
+# those modules by inert stand-ins so the simulator runs without new dependencies (under
+# the project's interpreter). It prints each job's completion time (arrival to last
+# step, Gavel's own JCT) as JSON.
+_GAVEL_DRIVER = r"""
+import sys, time, types, os, json
 class _Any(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -94,47 +95,123 @@ class _Any(types.ModuleType):
 for mod in ["cvxpy", "grpc", "matrix_completion", "psutil", "runtime.rpc", "runtime.rpc.scheduler_server",
             "runtime.rpc.scheduler_client", "throughput_estimator", "func_timeout"]:
     sys.modules[mod] = _Any(mod)
-sched_dir = sys.argv[1]
+sched_dir, trace, policy_name, gpus, per_server, thr_file = sys.argv[1:7]
 sys.path.insert(0, sched_dir)
 os.chdir(sched_dir)
+import logging
+logging.disable(logging.CRITICAL)
 import scheduler, utils
-jobs, arrivals = utils.parse_trace(sys.argv[2])
-policy = utils.get_policy(sys.argv[3], solver=None, seed=0)
-s = scheduler.Scheduler(policy, throughputs_file="simulation_throughputs.json", simulate=True, seed=0,
-                        time_per_iteration=360)
+jobs, arrivals = utils.parse_trace(trace)
+policy = utils.get_policy(policy_name, solver=None, seed=0)
+s = scheduler.Scheduler(policy, throughputs_file=thr_file, simulate=True, seed=0, time_per_iteration=360)
 t0 = time.time()
-s.simulate({"v100": int(sys.argv[4]), "p100": 0, "k80": 0}, arrivals, jobs,
-           num_gpus_per_server={"v100": int(sys.argv[5]), "p100": 1, "k80": 1})
+s.simulate({"v100": int(gpus), "p100": 0, "k80": 0}, arrivals, jobs,
+           num_gpus_per_server={"v100": int(per_server), "p100": 1, "k80": 1})
 wall = time.time() - t0
-print("GAVEL_RESULT", len(jobs), wall, s.get_average_jct())
-'''
+jct = [s._job_completion_times[k] for k in sorted(s._job_completion_times)]
+print("GAVEL_RESULT " + json.dumps({"wall_s": wall, "jct_s": jct, "avg_jct_s": float(s.get_average_jct(verbose=False))}))
+"""
 
 
 def gavel_available() -> bool:
     return (GAVEL / "scheduler" / "scheduler.py").is_file()
 
 
-def run_gavel_fifo(workdir, jobs, gpus: int, gpus_per_server: int):
-    """Gavel's simulator, FIFO, ``gpus`` V100s: ``(wall s, average JCT s)``.
+def whole_seconds(jobs, round_s: int = 360):
+    """``jobs`` with submit times and durations in whole seconds, for ``run_gavel(steps="unit")``.
 
-    Every job becomes a ResNet-50 job whose step count makes its V100 run time equal to
-    the trace's duration at its GPU count (Gavel's scale factor).
+    Gavel counts work in whole steps (at one step per second, steps are seconds). It also
+    splits each micro-task's steps evenly over the job's GPUs and counts a GPU given 0
+    steps as a failed micro-task (``_done_callback``), dropping the job after
+    ``MAX_FAILED_ATTEMPTS`` (5) such rounds as failed, without a completion time: a job
+    whose last micro-task has fewer steps than GPUs never finishes there. Such durations
+    (``0 < d mod 360 < GPUs``) are lengthened by ``GPUs`` seconds so every job finishes.
     """
+    from magnum_lib.replay import make_jobs
+
+    dur = np.maximum(np.round(jobs.duration_s), 1)
+    tail = dur % round_s
+    dur = np.where((tail > 0) & (tail < jobs.num_gpus), dur + jobs.num_gpus, dur)
+    return make_jobs(np.round(jobs.submit_s), dur, jobs.num_gpus,
+                     model=None if jobs.model_code is None else np.asarray(jobs.model_names)[jobs.model_code],
+                     name=jobs.name)
+
+
+def _job_models(jobs):
+    """Each job's Gavel model: its own when Gavel's matrix has it, else ResNet-50 (batch 64)."""
+    from magnum_lib.workload.traces import load_gavel_throughputs
+
+    if jobs.model_code is None:
+        return [GAVEL_MODEL] * len(jobs)
+    known = set(load_gavel_throughputs().models)
+    return [jobs.model_names[c] if jobs.model_names[c] in known else GAVEL_MODEL for c in jobs.model_code]
+
+
+def run_gavel(workdir, jobs, gpus: int, gpus_per_server: int, policy: str = "fifo",
+              steps: str = "unit"):
+    """Gavel's simulator (``scheduler.Scheduler.simulate``, 360 s rounds) on ``jobs``, on
+    ``gpus`` V100s: ``(finish s by job, wall s, Gavel's average JCT s)``.
+
+    A job without a model becomes ResNet-50 (batch 64). ``steps="unit"``: every job runs at
+    one step per second (a throughputs file with 1.0 for every (model, scale factor)), so
+    a job of whole-second duration ``d`` is ``d`` steps and a round is exactly 360 steps;
+    needs whole-second jobs (:func:`whole_seconds`). ``steps="measured"``: Gavel's own
+    matrix; a job's step count makes its V100 run time (at its GPU count) the trace's
+    duration, rounded to a whole step, and each round runs ``int(360 x steps/s)`` steps.
+    """
+    from magnum_lib.workload.traces import load_gavel_throughputs, trace_path
+
+    work = Path(workdir)
+    models = _job_models(jobs)
+    src = trace_path("gavel/simulation_throughputs.json")
+    if steps == "unit":
+        if np.any(jobs.work_ns % 10**9) or np.any(jobs.submit_ns % 10**9):
+            raise ValueError("steps='unit' needs whole-second jobs (see whole_seconds)")
+        raw = json.loads(Path(src).read_text())
+        unit = {wt: {key: {"null": 1.0} for key in raw[wt]} for wt in raw}
+        thr_file = work / "gavel_unit_throughputs.json"
+        thr_file.write_text(json.dumps(unit))
+        nsteps = (jobs.work_ns // 10**9).tolist()
+    elif steps == "measured":
+        thr = load_gavel_throughputs()
+        thr_file = Path(src)
+        nsteps = [int(round(d * thr.isolated[(m, int(g), "v100")]))
+                  for d, m, g in zip(jobs.duration_s, models, jobs.num_gpus)]
+    else:
+        raise ValueError(f"steps must be 'unit' or 'measured', got {steps!r}")
+    trace = work / "gavel_jobs.trace"
+    with open(trace, "w") as f:
+        for s, m, n, g in zip(jobs.submit_s, models, nsteps, jobs.num_gpus.tolist()):
+            f.write(f"{m}\tpython3 main.py\timage_classification/imagenet\t--num_minibatches"
+                    f"\t1\t{n}\t{g}\t1\t-1\t{s:.6f}\n")
+    driver = work / "gavel_driver.py"
+    driver.write_text(_GAVEL_DRIVER)
+    out = subprocess.run([sys.executable, str(driver), str(GAVEL / "scheduler"), str(trace), policy,
+                          str(gpus), str(gpus_per_server), str(thr_file)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"Gavel's simulator failed: {out.stderr.strip()[-2000:]}")
+    line = [x for x in out.stdout.splitlines() if x.startswith("GAVEL_RESULT")][-1]
+    res = json.loads(line.split(" ", 1)[1])
+    if any(x is None for x in res["jct_s"]):
+        raise RuntimeError("Gavel dropped a job as failed (a micro-task with fewer steps than GPUs; "
+                           "see whole_seconds)")
+    finish = jobs.submit_s + np.array(res["jct_s"])
+    return finish, res["wall_s"], res["avg_jct_s"]
+
+
+def measured_durations(jobs):
+    """The jobs as Gavel's ``steps="measured"`` runs see them, and their steps/s: each job's
+    work is its whole step count over its V100 steps/s (so our replay runs the same work);
+    submit times are whole seconds (Gavel reads them as text with 6 decimals)."""
+    from magnum_lib.replay import make_jobs
     from magnum_lib.workload.traces import load_gavel_throughputs
 
     thr = load_gavel_throughputs()
-    trace = Path(workdir) / "gavel_philly.trace"
-    with open(trace, "w") as f:
-        for s, d, g in zip(jobs.submit_s, jobs.duration_s, jobs.num_gpus.tolist()):
-            steps = int(round(d * thr.isolated[(GAVEL_MODEL, g, "v100")]))
-            f.write(f"{GAVEL_MODEL}\tpython3 main.py\timage_classification/imagenet\t--num_minibatches"
-                    f"\t1\t{steps}\t{g}\t1\t-1\t{s:.6f}\n")
-    driver = Path(workdir) / "gavel_driver.py"
-    driver.write_text(_GAVEL_DRIVER)
-    out = subprocess.run([sys.executable, str(driver), str(GAVEL / "scheduler"), str(trace), "fifo",
-                          str(gpus), str(gpus_per_server)], check=True, capture_output=True, text=True)
-    line = [x for x in out.stdout.splitlines() if x.startswith("GAVEL_RESULT")][-1].split()
-    return float(line[2]), float(line[3])
+    rate = np.array([thr.isolated[(m, int(g), "v100")] for m, g in zip(_job_models(jobs), jobs.num_gpus)])
+    steps = np.round(jobs.duration_s * rate)
+    return make_jobs(np.round(jobs.submit_s), steps / rate, jobs.num_gpus, model=_job_models(jobs),
+                     name=jobs.name), rate
 
 
 # ----------------------------------------------------------------------------- Gavel's LP
