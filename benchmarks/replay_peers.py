@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 TIRESIAS = Path(os.environ.get("MAGNUM_TIRESIAS", "/work/peers/tiresias"))
-SCHEDULES = {"fifo-strict": "fifo", "fifo-skip": "fjf", "srtf": "shortest", "las": "dlas-gpu"}
+SCHEDULES = {"fifo-strict": "fifo", "fifo-skip": "fjf", "srtf": "shortest", "las": "dlas-gpu",
+             "sjf-gpus-preemptive": "sjf", "srtf-gpu-time": "shortest-gpu"}
 
 
 def available() -> bool:

@@ -141,3 +141,42 @@ def test_gavel_fifo_rounds_match_with_measured_throughputs(tmp_path, trace, gpus
     theirs, _, _ = replay_peers.run_gavel(tmp_path, jobs, gpus, 4, steps="measured")
     ours = replay(jobs, ReplayCluster.uniform(gpus // 4, 4), GavelFIFO(steps_per_s=rate))
     np.testing.assert_allclose(ours.finish_s, theirs, rtol=0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- SJF-like twins
+def _vc_slice():
+    return traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4, 8]).subset(slice(0, 150))
+
+
+@tiresias
+@pytest.mark.parametrize("trace,nodes", [("t60", 2), ("t60", 4), ("vc", 4)])
+def test_sjf_by_gpu_count_preemptive_matches_tiresias_sjf(sim, trace, nodes):
+    """Tiresias' ``sjf`` is smallest GPU count first, preemptive (it has no SJF by duration)."""
+    from magnum_lib.replay.policies import SJF
+
+    jobs = traces.tiresias_jobs() if trace == "t60" else _vc_slice()
+    theirs, pre, _ = replay_peers.run_tiresias(sim, jobs, nodes, 4, "sjf-gpus-preemptive", f"sjf_{trace}{nodes}")
+    for backend in ("compiled", "python"):
+        ours = replay(jobs, ReplayCluster.uniform(nodes, 4), SJF("gpus", preemptive=True), backend=backend)
+        np.testing.assert_array_equal(ours.finish_s, theirs)
+        assert ours.preemptions.sum() == pre
+    # Our default SJF (by duration, non-preemptive) is another policy.
+    assert not np.array_equal(replay(jobs, ReplayCluster.uniform(nodes, 4), "sjf").finish_s, theirs)
+
+
+@tiresias
+@pytest.mark.parametrize("trace,nodes", [("t60", 2), ("t60", 4), ("vc", 4)])
+def test_srtf_by_gpu_time_matches_tiresias_shortest_gpu(sim, trace, nodes):
+    from magnum_lib.replay.policies import SRTF
+
+    jobs = traces.tiresias_jobs() if trace == "t60" else _vc_slice()
+    theirs, pre, _ = replay_peers.run_tiresias(sim, jobs, nodes, 4, "srtf-gpu-time", f"sg_{trace}{nodes}")
+    ours = replay(jobs, ReplayCluster.uniform(nodes, 4), SRTF("gpu_time", ties="previous"))
+    assert ours.backend == "python"
+    np.testing.assert_array_equal(ours.finish_s, theirs)
+    assert ours.preemptions.sum() == pre
+    by_id = replay(jobs, ReplayCluster.uniform(nodes, 4), SRTF("gpu_time"), backend="compiled")
+    if (trace, nodes) == ("t60", 4):    # two keys meet here: the tie rule decides (58 of 60 agree)
+        assert np.sum(by_id.finish_s == theirs) == 58
+    else:
+        np.testing.assert_array_equal(by_id.finish_s, theirs)
