@@ -93,21 +93,22 @@ class _Any(types.ModuleType):
             raise AttributeError(name)
         m = _Any(self.__name__ + "." + name); sys.modules[m.__name__] = m; return m
     def __call__(self, *a, **k): return _Any("call")
-for mod in ["cvxpy", "grpc", "matrix_completion", "psutil", "runtime.rpc", "runtime.rpc.scheduler_server",
-            "runtime.rpc.scheduler_client", "throughput_estimator", "func_timeout"]:
+sched_dir, trace, policy_name, spec, per_server, thr_file = sys.argv[1:7]
+stubs = ["grpc", "matrix_completion", "psutil", "runtime.rpc", "runtime.rpc.scheduler_server",
+         "runtime.rpc.scheduler_client", "throughput_estimator", "func_timeout"]
+for mod in stubs + (["cvxpy"] if policy_name.startswith("fifo") else []):
     sys.modules[mod] = _Any(mod)
-sched_dir, trace, policy_name, gpus, per_server, thr_file = sys.argv[1:7]
+spec = json.loads(spec)
 sys.path.insert(0, sched_dir)
 os.chdir(sched_dir)
 import logging
 logging.disable(logging.CRITICAL)
 import scheduler, utils
 jobs, arrivals = utils.parse_trace(trace)
-policy = utils.get_policy(policy_name, solver=None, seed=0)
+policy = utils.get_policy(policy_name, solver=None if policy_name.startswith("fifo") else "CLARABEL", seed=0)
 s = scheduler.Scheduler(policy, throughputs_file=thr_file, simulate=True, seed=0, time_per_iteration=360)
 t0 = time.time()
-s.simulate({"v100": int(gpus), "p100": 0, "k80": 0}, arrivals, jobs,
-           num_gpus_per_server={"v100": int(per_server), "p100": 1, "k80": 1})
+s.simulate(spec, arrivals, jobs, num_gpus_per_server={t: int(per_server) for t in spec})
 wall = time.time() - t0
 jct = [s._job_completion_times[k] for k in sorted(s._job_completion_times)]
 print("GAVEL_RESULT " + json.dumps({"wall_s": wall, "jct_s": jct, "avg_jct_s": float(s.get_average_jct(verbose=False))}))
@@ -148,10 +149,12 @@ def _job_models(jobs):
     return [jobs.model_names[c] if jobs.model_names[c] in known else GAVEL_MODEL for c in jobs.model_code]
 
 
-def run_gavel(workdir, jobs, gpus: int, gpus_per_server: int, policy: str = "fifo",
+def run_gavel(workdir, jobs, gpus, gpus_per_server: int, policy: str = "fifo",
               steps: str = "unit"):
     """Gavel's simulator (``scheduler.Scheduler.simulate``, 360 s rounds) on ``jobs``, on
-    ``gpus`` V100s: ``(finish s by job, wall s, Gavel's average JCT s)``.
+    ``gpus`` V100s (or ``{type: count}``): ``(finish s by job, wall s, Gavel's average JCT s)``.
+    FIFO runs under this interpreter (imports it does not use stubbed); other policies (the
+    LP ones) under ``$MAGNUM_GAVEL_PYTHON`` with cvxpy.
 
     A job without a model becomes ResNet-50 (batch 64). ``steps="unit"``: every job runs at
     one step per second (a throughputs file with 1.0 for every (model, scale factor)), so
@@ -187,8 +190,10 @@ def run_gavel(workdir, jobs, gpus: int, gpus_per_server: int, policy: str = "fif
                     f"\t1\t{n}\t{g}\t1\t-1\t{s:.6f}\n")
     driver = work / "gavel_driver.py"
     driver.write_text(_GAVEL_DRIVER)
-    out = subprocess.run([sys.executable, str(driver), str(GAVEL / "scheduler"), str(trace), policy,
-                          str(gpus), str(gpus_per_server), str(thr_file)],
+    spec = gpus if isinstance(gpus, dict) else {"v100": int(gpus), "p100": 0, "k80": 0}
+    python = sys.executable if policy.startswith("fifo") else str(GAVEL_PYTHON)
+    out = subprocess.run([python, str(driver), str(GAVEL / "scheduler"), str(trace), policy,
+                          json.dumps(spec), str(gpus_per_server), str(thr_file)],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"Gavel's simulator failed: {out.stderr.strip()[-2000:]}")
