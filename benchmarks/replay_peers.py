@@ -331,3 +331,74 @@ def unique_range(thr, scale, gpus_by_type: dict, z, slack: float = 1e-7):
         lo[j] = linprog(c, A_ub=A, b_ub=b, bounds=(0, 1), method="highs").fun
         hi[j] = -linprog(-c, A_ub=A, b_ub=b, bounds=(0, 1), method="highs").fun
     return lo, hi
+
+
+_GAVEL_LP_SERVER = r'''
+import json, sys
+sched = sys.argv[1]
+sys.path.insert(0, sched)
+sys.path.insert(0, sched + "/policies")
+from job_id_pair import JobIdPair
+from max_min_fairness import MaxMinFairnessPolicy, MaxMinFairnessPolicyWithPerf
+pol = (MaxMinFairnessPolicyWithPerf if sys.argv[2] == "aware" else MaxMinFairnessPolicy)(solver=sys.argv[3])
+for line in sys.stdin:
+    req = json.loads(line)
+    types = req["types"]
+    ids = [JobIdPair(i, None) for i in range(len(req["thr"]))]
+    alloc = pol.get_allocation({j: dict(zip(types, row)) for j, row in zip(ids, req["thr"])},
+                               {j: s for j, s in zip(ids, req["scale"])}, {j: 1.0 for j in ids},
+                               dict(zip(types, req["gpus"])))
+    print(json.dumps([[float(alloc[j][t]) for t in types] for j in ids]), flush=True)
+'''
+
+
+class GavelLP:
+    """Gavel's own max-min LP policy code in one persistent ``$MAGNUM_GAVEL_PYTHON`` process:
+    ``lp(thr, scale, gpus_by_type) -> X``, the ``lp`` hook of
+    :class:`magnum_lib.replay.gavel_rounds.GavelRounds` (use as a context manager)."""
+
+    def __init__(self, aware: bool = True, solver: str = "CLARABEL"):
+        self.proc = subprocess.Popen([str(GAVEL_PYTHON), "-c", _GAVEL_LP_SERVER, str(GAVEL / "scheduler"),
+                                      "aware" if aware else "blind", solver],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.calls = 0
+
+    def __call__(self, thr, scale, gpus_by_type):
+        req = {"types": list(gpus_by_type), "gpus": [int(v) for v in gpus_by_type.values()],
+               "thr": np.asarray(thr, float).tolist(), "scale": [int(s) for s in scale]}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("Gavel's LP process exited")
+        self.calls += 1
+        return np.array(json.loads(line))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+GAVEL_TYPES = {"v100": 8, "p100": 8, "k80": 8}
+
+
+def gavel_hetero_jobs(n: int, jobs_per_hour: float, seed: int, gpus_by_type=GAVEL_TYPES):
+    """Gavel-style jobs on v100/p100/k80 as Gavel's simulator sees them (``steps="measured"``):
+    whole-second submits, whole steps; with their steps/s matrix (jobs x types)."""
+    from magnum_lib.replay import make_jobs, traces
+    from magnum_lib.workload.traces import load_gavel_throughputs
+
+    raw = traces.gavel_jobs(n, jobs_per_hour=jobs_per_hour, seed=seed, gpu_types=tuple(gpus_by_type))
+    m = load_gavel_throughputs()
+    models = [raw.model_names[c] for c in raw.model_code]
+    thr = np.array([[m.isolated[(mo, int(g), t)] for t in gpus_by_type] for mo, g in zip(models, raw.num_gpus)])
+    steps = np.round(raw.duration_s * thr[:, 0])
+    jobs = make_jobs(np.round(raw.submit_s), steps / thr[:, 0], raw.num_gpus, speed=thr / thr[:, :1],
+                     model=models, name=raw.name)
+    return jobs, thr
