@@ -195,7 +195,7 @@ def test_whole_replay_with_gavels_lp_matches_gavels_simulator(tmp_path, aware):
     jobs, thr = replay_peers.gavel_hetero_jobs(40, 6, 1)
     spec = replay_peers.GAVEL_TYPES
     policy = "max_min_fairness_perf" if aware else "max_min_fairness"
-    theirs, _, avg = replay_peers.run_gavel(tmp_path, jobs, spec, 4, policy=policy, steps="measured")
+    theirs, _, _ = replay_peers.run_gavel(tmp_path, jobs, spec, 4, policy=policy, steps="measured")
     with replay_peers.GavelLP(aware) as lp:
         ours = replay(jobs, ReplayCluster.from_counts(spec, 4),
                       GavelRounds("maxmin" if aware else "maxmin-blind", steps_per_s=thr, lp=lp))

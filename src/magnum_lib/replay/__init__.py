@@ -40,13 +40,17 @@ Agreement with the published simulators (tests/test_replay_peers.py, on their co
   ``SRTF(by="gpu_time", ties="previous")`` (Tiresias keeps equal keys in their previous
   order, a stable sort; ties by id differ on 2 of its 60 jobs on 4x4 GPUs).
 * Gavel's simulator (``Scheduler.simulate``) is not our round model: its rounds end when
-  their last micro-task ends (``min(360 s, remaining)``), jump to the next arrival when
-  idle, recompute the allocation at most every 1920 s, and GPUs a finished job frees idle
-  to the next recomputation. :class:`~magnum_lib.replay.gavel_rounds.GavelFIFO` is Gavel's
-  FIFO under exactly that mechanism (job for job; see its module); our ``gavel`` and
-  ``gavel-blind`` solve the same max-min LP as Gavel's ``MaxMinFairnessPolicyWithPerf`` and
-  ``MaxMinFairnessPolicy`` (same optimum; same per-job throughput where the optimum fixes
-  it) but schedule it with our fixed 360 s rounds and round-count priorities.
+  their last micro-task ends (``min(360 s, remaining)`` in whole steps), jump to the next
+  arrival when idle, recompute the allocation at most every 1920 s (GPUs a finished job
+  frees may idle until then), and rank (job, type) pairs by time-based priorities per GPU
+  type. :class:`~magnum_lib.replay.gavel_rounds.GavelRounds` is that mechanism (an
+  event-driven policy keeping Gavel's clock): with Gavel's FIFO (``GavelFIFO``) it agrees
+  job for job; with the max-min LP it agrees job for job when fed Gavel's own LP code, and
+  with our HiGHS LP it reaches the same optimum of every LP but, where X is not unique,
+  another X (avg JCT within 1% on a Gavel-style trace). Our ``gavel`` / ``gavel-blind``
+  (fixed 360 s rounds, round-count priorities) solve the same LP as Gavel's
+  ``MaxMinFairnessPolicyWithPerf`` / ``MaxMinFairnessPolicy`` (same optimum; same per-job
+  throughput where the optimum fixes it) but schedule it more simply.
 
 Backends: built-in event-driven policies with pooled placement run in the compiled
 loop (``_fastloop.pyx``) unless ``MAGNUM_PUREPYTHON=1`` or ``backend="python"``;

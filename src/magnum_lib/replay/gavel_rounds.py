@@ -65,7 +65,7 @@ import numpy as np
 from magnum_lib.engine.errors import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy
 
-__all__ = ["GavelRounds", "GavelFIFO"]
+__all__ = ["GavelFIFO", "GavelRounds"]
 
 NS = 1_000_000_000
 _TYPE_ORDER = ("v100", "p100", "k80")      # Gavel's _schedule_jobs_on_workers
