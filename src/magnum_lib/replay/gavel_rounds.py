@@ -12,7 +12,7 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
   their GPUs stay idle until the round ends. If a round chooses nothing, time jumps to
   the next arrival. The first round starts at the first arrival.
 * **Arrivals** mid-round join at the next round (Gavel adds jobs with arrival <= T).
-* **Allocation resets** (``_update_priorities``): the FIFO allocation is recomputed only
+* **Allocation resets** (``_update_priorities``): the allocation is recomputed only
   when a job arrived or finished since the last computation *and* at least
   ``reset_interval_s`` (Gavel's ``minimum_time_between_allocation_resets``, 1920 s) passed
   since the last reset, or the last reset was at time 0, or the cluster ran nothing last
@@ -40,20 +40,20 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
   deficits accumulate at each reset. FIFO takes only jobs with priority > 0; the LP
   policies take the rest too when GPUs remain, but a job that arrived after the last
   reset holds its GPUs in the count and does not run (Gavel assigns workers only to jobs
-  in the allocation). Each job's run time is counted from the round's
-  start as Gavel counts it (``finish - current_round_start_time``, where the start is the
-  previous round's end even across an idle gap).
-
+  in the allocation). Each job's run time is counted from the round's start as Gavel
+  counts it (``finish - current_round_start_time``, where the start is the previous
+  round's end even across an idle gap).
 * **Whole steps** (``steps_per_s``, each job's steps/s ``r``): a micro-task is
   ``int(360 r)`` steps, ``int(360 r) / r`` s, shorter than 360 s; a job whose micro-task
   ends before the round's last one idles in Gavel for the rest of the round: here it is
   paused (preempted, counted in ``preemptions``; use ``restore_s=0``) and resumed when the
   next round chooses it again.
 
-Agreement (tests/test_replay_peers.py): with whole-second jobs at one step per second
-(``steps_per_s=None``) finish times equal Gavel's exactly; with Gavel's measured
-throughputs, to a microsecond (our clock is whole ns, Gavel's float seconds). One GPU
-type only (Gavel's base FIFO picks types at random).
+Agreement (tests/test_replay_peers.py): FIFO with whole-second jobs at one step per
+second (``steps_per_s=None``): finish times equal Gavel's exactly; FIFO with Gavel's
+measured throughputs, and the LP policies on v100/p100/k80 fed Gavel's own LP code: to a
+few microseconds (our clock is whole ns, Gavel's float seconds). Gavel's FIFO is modelled on
+one GPU type only (its base FIFO picks types at random). Runs in the Python loop.
 """
 from __future__ import annotations
 
