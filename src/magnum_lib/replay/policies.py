@@ -25,6 +25,9 @@ gavel          Gavel's heterogeneity-aware max-min fairness (Narayanan et al., O
 gavel-blind    The same mechanism with every GPU type treated as equal.
 ftf            Themis-style finish-time fairness (Mahajan et al., NSDI 2020), rounds.
 =============  =====================================================================
+
+Gavel's policies under the exact round mechanism of Gavel's simulator (for agreement
+with it, not in the table above): :mod:`magnum_lib.replay.gavel_rounds`.
 """
 from __future__ import annotations
 
