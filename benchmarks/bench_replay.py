@@ -4,9 +4,12 @@ against Tiresias' simulator on one VC, measured in the same run. Prints one JSON
     PYTHONPATH=src MAGNUM_SHARED_DATA=../shared/data python benchmarks/bench_replay.py [--vc 0e4a51]
 
 Targets (issue 12): whole Philly under FIFO, SJF and LAS each < 1 s wall on one core;
->= 100x Tiresias' jobs/s and > 140,000 jobs/s. Gavel's simulator is reported as not run
-with FIFO only: its LP policies need cvxpy (not installed); the FIFO run stubs the imports
-it does not use (see replay_peers.py).
+>= 100x Tiresias' jobs/s and > 140,000 jobs/s.
+
+Gavel: its simulator runs FIFO on the same VC (imports it does not use stubbed, see
+replay_peers.py) and our GavelFIFO (Gavel's round mechanism) must give the same finish
+times; its max-min fairness LP policies run under their own cvxpy interpreter
+($MAGNUM_GAVEL_PYTHON) against our HiGHS LP on the same inputs (optimum and solve time).
 """
 from __future__ import annotations
 
@@ -41,6 +44,85 @@ def whole_philly(policy, repeats=3):
         jct = float(np.concatenate([r.jct_s for r in res]).mean())
     return {"jobs": len(allj), "wall_s": round(best, 4), "jobs_per_s": round(len(allj) / best),
             "avg_jct_s": jct, "backend": res[0].backend, "under_1s": best < 1.0}
+
+
+def gavel_fifo(tmp, jobs, out):
+    """Gavel's simulator, FIFO, on the VC (whole seconds, one step per second) against our
+    GavelFIFO (same semantics, Python loop) and our event-driven FIFO (compiled)."""
+    from magnum_lib.replay.gavel_rounds import GavelFIFO
+
+    jw = replay_peers.whole_seconds(jobs)
+    fin, wall, jct = replay_peers.run_gavel(tmp, jw, 36, 4, steps="unit")
+    ours = replay(jw, ReplayCluster.uniform(9, 4), GavelFIFO(), progress=False)
+    event = replay(jw, ReplayCluster.uniform(9, 4), "fifo-strict", progress=False)
+    return {"jobs": len(jw), "gavel_jobs_per_s": round(len(jw) / wall, 2), "gavel_avg_jct_s": jct,
+            "ours_gavel_rounds_jobs_per_s": round(len(jw) / ours.wall_s),
+            "ours_gavel_rounds_avg_jct_s": float(ours.jct_s.mean()),
+            "same_finish_times": int(np.sum(ours.finish_s == fin)),
+            "max_abs_finish_diff_s": float(np.max(np.abs(ours.finish_s - fin))),
+            "speedup_same_semantics": round(wall / ours.wall_s),
+            "ours_event_driven_fifo_avg_jct_s": float(event.jct_s.mean()),
+            "ours_event_driven_fifo_jobs_per_s": round(len(jw) / event.wall_s),
+            "note": "Gavel's scheduler with cvxpy/grpc/... stubbed (its FIFO uses none); durations "
+                    "in whole seconds at one step/s (see replay_peers.whole_seconds)"}
+
+
+def gavel_lp():
+    """Gavel's MaxMinFairnessPolicyWithPerf / MaxMinFairnessPolicy (cvxpy, Clarabel) against
+    our maxmin_allocation (HiGHS): the optimum and the solve time on the same inputs."""
+    from magnum_lib.replay.fairness import maxmin_allocation
+
+    rows = {}
+    maxmin_allocation(np.ones((2, 3)), [1, 1], [1, 1, 1])          # warm (imports) before timing
+    for n, spec in [(40, {"v100": 12, "p100": 12, "k80": 12}), (200, {"v100": 36, "p100": 36, "k80": 36})]:
+        jobs, thr = replay_peers.gavel_lp_inputs(n, spec, seed=2)
+        for aware in (True, False):
+            T = thr if aware else np.ones_like(thr)
+            X, their_wall, ver = replay_peers.run_gavel_lp(T, jobs.num_gpus, spec, aware=aware)
+            our_wall = np.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                Y = maxmin_allocation(jobs.speed if aware else np.ones_like(jobs.speed), jobs.num_gpus,
+                                      list(spec.values()))
+                our_wall = min(our_wall, time.perf_counter() - t0)
+            g = replay_peers.normalized_throughputs(T, jobs.num_gpus, spec, X).min()
+            o = replay_peers.normalized_throughputs(T, jobs.num_gpus, spec, Y).min()
+            rows[f"{n} jobs, {'aware' if aware else 'blind'}"] = {
+                "gavel_min_normalized": g, "ours_min_normalized": o, "rel_diff": abs(g - o) / o,
+                "gavel_solve_s": round(their_wall, 4), "ours_solve_s": round(our_wall, 4), "cvxpy": ver}
+    rows["whole_replay"] = gavel_lp_replay()
+    return rows
+
+
+def gavel_lp_replay():
+    """Gavel's simulator with its max-min fairness policies on a Gavel-style trace (40 jobs,
+    8 V100 + 8 P100 + 8 K80) against GavelRounds fed Gavel's own LP (same semantics) and
+    fed our HiGHS LP (same optimum, possibly another X), and our fixed-round gavel policy."""
+    from magnum_lib.replay.gavel_rounds import GavelRounds
+
+    jobs, thr = replay_peers.gavel_hetero_jobs(40, 6, 1)
+    spec = replay_peers.GAVEL_TYPES
+    cluster = ReplayCluster.from_counts(spec, 4)
+    out = {"jobs": len(jobs), "cluster": spec}
+    with tempfile.TemporaryDirectory() as tmp:
+        for aware in (True, False):
+            policy = "max_min_fairness_perf" if aware else "max_min_fairness"
+            alloc = "maxmin" if aware else "maxmin-blind"
+            fin, wall, jct = replay_peers.run_gavel(tmp, jobs, spec, 4, policy=policy, steps="measured")
+            with replay_peers.GavelLP(aware) as lp:
+                same = replay(jobs, cluster, GavelRounds(alloc, steps_per_s=thr, lp=lp), progress=False)
+            highs = replay(jobs, cluster, GavelRounds(alloc, steps_per_s=thr), progress=False)
+            fixed = replay(jobs, cluster, "gavel" if aware else "gavel-blind", progress=False)
+            out[policy] = {
+                "gavel_avg_jct_s": jct, "gavel_wall_s": round(wall, 2),
+                "ours_rounds_gavel_lp_avg_jct_s": float(same.jct_s.mean()),
+                "ours_rounds_gavel_lp_same_finish_10us": int(np.sum(np.abs(same.finish_s - fin) <= 1e-5)),
+                "ours_rounds_highs_avg_jct_s": float(highs.jct_s.mean()),
+                "ours_rounds_highs_wall_s": round(highs.wall_s, 2),
+                "ours_rounds_highs_jct_rel_diff": float(abs(highs.jct_s.mean() - jct) / jct),
+                "ours_fixed_360s_rounds_avg_jct_s": float(fixed.jct_s.mean()),
+                "ours_fixed_360s_rounds_wall_s": round(fixed.wall_s, 2)}
+    return out
 
 
 def main():
@@ -88,20 +170,13 @@ def main():
                 row["tiresias"] = "not run (checkout not found)"
             out["same_vc"][label] = row
         if replay_peers.gavel_available() and not args.skip_peers and not args.skip_gavel:
-            wall, jct = replay_peers.run_gavel_fifo(tmp, jobs, 36, 4)
-            ours = out["same_vc"]["fifo-strict"]["ours_jobs_per_s"]
-            from magnum_lib.replay.policies import FifoStrict
-            rounds = FifoStrict()
-            rounds.round_s, rounds.fast = 360.0, None      # Gavel's 360 s rounds, Python loop
-            r360 = replay(jobs, cluster, rounds, progress=False)
-            out["gavel_fifo"] = {
-                "gavel_jobs_per_s": round(len(jobs) / wall, 2), "gavel_avg_jct_s": jct,
-                "ours_rounds_360s_avg_jct_s": float(r360.jct_s.mean()),
-                "ours_event_driven_avg_jct_s": out["same_vc"]["fifo-strict"]["ours_avg_jct_s"],
-                "speedup_vs_gavel": round(ours / (len(jobs) / wall)),
-                "note": "Gavel's scheduler with cvxpy/grpc/... stubbed (its FIFO uses none); LP policies not run"}
+            out["gavel_fifo"] = gavel_fifo(tmp, jobs, out)
         else:
             out["gavel_fifo"] = "not run (checkout not found or skipped)"
+    if replay_peers.gavel_lp_available() and not args.skip_peers:
+        out["gavel_lp"] = gavel_lp()
+    else:
+        out["gavel_lp"] = "not run (Gavel checkout or $MAGNUM_GAVEL_PYTHON with cvxpy not found)"
     print(json.dumps(out))
 
 

@@ -91,3 +91,64 @@ def test_las_tiresias_jump_backends_agree(seed):
     a = replay(jobs, cluster, TiresiasLAS((300.0, 1200.0), tiresias_jump=True), backend="compiled")
     b = replay(jobs, cluster, TiresiasLAS((300.0, 1200.0), tiresias_jump=True), backend="python")
     _same(a, b)
+
+
+SJF_VARIANTS = [("duration", True), ("gpus", False), ("gpus", True), ("gpu_time", False), ("gpu_time", True)]
+
+
+@pytest.mark.parametrize("by,preemptive", SJF_VARIANTS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sjf_variants_backends_agree(by, preemptive, seed):
+    from magnum_lib.replay.policies import SJF
+
+    jobs = _trace(seed)
+    cluster = ReplayCluster.uniform(1, 8)
+    a = replay(jobs, cluster, SJF(by, preemptive), backend="compiled")
+    b = replay(jobs, cluster, SJF(by, preemptive), backend="python")
+    _same(a, b)
+    if not preemptive:
+        assert a.preemptions.sum() == 0
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_srtf_by_gpu_time_backends_agree(seed):
+    from magnum_lib.replay.policies import SRTF
+
+    jobs = _trace(seed)
+    cluster = ReplayCluster.uniform(1, 8)
+    _same(replay(jobs, cluster, SRTF("gpu_time"), backend="compiled"),
+          replay(jobs, cluster, SRTF("gpu_time"), backend="python"))
+
+
+def test_sjf_by_gpus_ranks_by_gpu_count_not_duration():
+    """Two jobs waiting behind a full cluster: by duration the short 4-GPU job goes first,
+    by GPU count the long 1-GPU job; preemptive by GPU count, the small arrival evicts."""
+    from magnum_lib.replay.policies import SJF
+
+    jobs = make_jobs([0, 1, 1], [10, 5, 100], [4, 4, 1])
+    cluster = ReplayCluster.uniform(1, 4)
+    for backend in ("compiled", "python"):
+        by_dur = replay(jobs, cluster, SJF("duration"), backend=backend)
+        by_gpu = replay(jobs, cluster, SJF("gpus"), backend=backend)
+        np.testing.assert_array_equal(by_dur.start_s, [0, 10, 15])
+        np.testing.assert_array_equal(by_gpu.start_s, [0, 110, 10])
+        pre = replay(jobs, cluster, SJF("gpus", preemptive=True), backend=backend)
+        # t=1: the 1-GPU job ranks first and evicts job 0 (the 3 GPUs left fit no 4-GPU
+        # job); at 101 job 0 resumes before job 1 (equal GPU counts: lower id first).
+        np.testing.assert_array_equal(pre.start_s, [0, 110, 1])
+        np.testing.assert_array_equal(pre.finish_s, [110, 115, 101])
+        assert pre.preemptions.tolist() == [1, 0, 0]
+
+
+def test_sjf_options_validated():
+    from magnum_lib.engine.errors import ParameterError
+    from magnum_lib.replay.policies import SJF, SRTF
+
+    with pytest.raises(ParameterError, match="by"):
+        SJF("size")
+    with pytest.raises(ParameterError, match="preemptive"):
+        SJF("gpus", preemptive="yes")
+    with pytest.raises(ParameterError, match="by"):
+        SRTF("gpus")
+    with pytest.raises(ValueError, match="overflow"):
+        compiled.run_fast(np.array([0]), np.array([2**61]), np.array([4]), 4, ("sjf", "gpu_time", False), 0)

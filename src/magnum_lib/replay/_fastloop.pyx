@@ -5,7 +5,7 @@ classes run by the readable loop). Policies: ``fifo-strict``, ``fifo-skip``,
 ``sjf``, ``srtf``, ``las``. Semantics: see :mod:`magnum_lib.replay`.
 
 Data structures (why it is fast): waiting jobs sit in one binary heap per distinct
-GPU count, keyed by the policy's rank (id for FIFO, work for SJF, remaining work for
+GPU count, keyed by the policy's rank (id for FIFO, work, GPUs or work x GPUs for SJF, remaining work for
 SRTF, (queue, order) for LAS), ties by id. A pass then starts "the best-ranked
 waiting job that fits" by looking only at the heads of the buckets small enough, which
 is exactly a skip-ahead scan of the ranked list (GPUs only decrease during a pass, so a
@@ -96,6 +96,8 @@ cdef void heap_pop(Heap* h) noexcept nogil:
 cdef struct Ctx:
     Py_ssize_t n
     int kind
+    int by                      # SJF: 0 work, 1 GPUs, 2 work x GPUs; SRTF: 0 remaining, 2 x GPUs
+    bint sjf_pre                # preemptive SJF
     int64_t total
     int64_t restore
     const int64_t* submit
@@ -151,8 +153,14 @@ cdef inline int64_t las_key(Ctx* c, int64_t j) noexcept nogil:
 
 cdef inline int64_t rank_key(Ctx* c, int64_t j) noexcept nogil:
     if c.kind == K_SJF:
+        if c.by == 1:
+            return c.gpus[j]
+        if c.by == 2:
+            return c.work[j] * c.gpus[j]
         return c.work[j]
     if c.kind == K_SRTF:
+        if c.by == 2:
+            return (c.rem[j] if c.rem[j] > 0 else 0) * c.gpus[j]
         return c.rem[j] if c.rem[j] > 0 else 0
     if c.kind == K_LAS:
         return las_key(c, j)
@@ -503,7 +511,7 @@ cdef int loop(Ctx* c) noexcept nogil:
         if c.kind == K_LAS:
             if las_updates(c, t, dt) != 0:
                 return -2
-        if c.kind == K_SRTF or c.kind == K_LAS:
+        if c.kind == K_SRTF or c.kind == K_LAS or c.sjf_pre:
             if pass_preemptive(c, t, &free_gpus) != 0:
                 return -2
         else:
@@ -517,8 +525,9 @@ cdef int loop(Ctx* c) noexcept nogil:
 def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     """Replay on ``total_gpus`` pooled GPUs under the built-in policy ``spec``.
 
-    ``spec``: ``("fifo-strict",)``, ``("fifo-skip",)``, ``("sjf",)``, ``("srtf",)`` or
-    ``("las", thresholds_ns, promote_knob)``. Returns the dict of
+    ``spec``: ``("fifo-strict",)``, ``("fifo-skip",)``, ``("sjf",)``, ``("sjf", by,
+    preemptive)`` (by: "duration", "gpus", "gpu_time"), ``("srtf",)``, ``("srtf", by)`` (by:
+    "time", "gpu_time") or ``("las", thresholds_ns, promote_knob)``. Returns the dict of
     :func:`magnum_lib.replay.engine_ref.run`.
     """
     kinds = {"fifo-strict": K_STRICT, "fifo-skip": K_SKIP, "sjf": K_SJF, "srtf": K_SRTF, "las": K_LAS}
@@ -537,6 +546,13 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
         raise ValueError("submit_ns must be sorted")
     if n and np.min(wrk) < 1:
         raise ValueError("work_ns must be >= 1")
+    by_codes = {"duration": 0, "time": 0, "gpus": 1, "gpu_time": 2}
+    by = by_codes.get(spec[1], -1) if spec[0] in ("sjf", "srtf") and len(spec) > 1 else 0
+    if by < 0 or (spec[0] == "srtf" and by == 1):
+        raise ValueError(f"no fast path for {spec[0]} by {spec[1]!r}")
+    if by == 2 and n and int(np.max(wrk)) * int(np.max(gp)) >= (1 << 62):
+        raise ValueError("work_ns x num_gpus overflows the compiled loop's int64 keys; "
+                         "use backend='python' (exact integers)")
     lim_np = np.asarray(spec[1] if spec[0] == "las" else (), dtype=np.int64)
     cdef const int64_t[::1] lim = np.ascontiguousarray(lim_np) if lim_np.size else np.zeros(1, np.int64)
     start = np.full(n, -1, np.int64)
@@ -563,6 +579,8 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     cdef int rc
     c.n = n
     c.kind = kinds[spec[0]]
+    c.by = by
+    c.sjf_pre = spec[0] == "sjf" and len(spec) > 2 and bool(spec[2])
     c.total = total
     c.restore = int(restore_ns)
     c.submit = &sub[0] if n else NULL

@@ -24,6 +24,10 @@ def policy_from_spec(spec):
         p.tiresias_jump = bool(spec[3]) if len(spec) > 3 else False
         p.fast = spec
         return p
+    if kind == "sjf" and len(spec) > 1:
+        return P.SJF(spec[1], bool(spec[2]))
+    if kind == "srtf" and len(spec) > 1:
+        return P.SRTF(spec[1])
     return {"fifo-strict": P.FifoStrict, "fifo-skip": P.FifoSkip, "sjf": P.SJF, "srtf": P.SRTF}[kind]()
 
 

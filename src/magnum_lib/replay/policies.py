@@ -10,11 +10,14 @@ fifo-strict    FIFO, head of line blocks: start waiting jobs in submit order and
 fifo-skip      FIFO with skip-ahead: later jobs start when the head does not fit
                (Tiresias' ``fjf``, "fit job first").
 sjf            Shortest job first, non-preemptive, oracle durations; skip-ahead in
-               (duration, id) order.
+               (duration, id) order. Options ``by`` ("duration", "gpus", "gpu_time") and
+               ``preemptive``; ``SJF(by="gpus", preemptive=True)`` is Tiresias' ``sjf``
+               (smallest GPU count first, preemptive; Tiresias has no SJF by duration).
 srtf           Shortest remaining time first, preemptive, oracle durations: every event
                the jobs (running or not) are ranked by (remaining work, id) and given
                GPUs in that order, skip-ahead; running jobs left out are preempted
-               (Tiresias' ``shortest``).
+               (Tiresias' ``shortest``; ``by="gpu_time"``: remaining time x GPUs,
+               Tiresias' ``shortest-gpu``).
 las            Tiresias' discretized 2D-LAS (Gu et al., NSDI 2019; ``dlas-gpu``):
                see :class:`TiresiasLAS`.
 gavel          Gavel's heterogeneity-aware max-min fairness (Narayanan et al., OSDI
@@ -22,6 +25,9 @@ gavel          Gavel's heterogeneity-aware max-min fairness (Narayanan et al., O
 gavel-blind    The same mechanism with every GPU type treated as equal.
 ftf            Themis-style finish-time fairness (Mahajan et al., NSDI 2020), rounds.
 =============  =====================================================================
+
+Gavel's policies under the exact round mechanism of Gavel's simulator (for agreement
+with it, not in the table above): :mod:`magnum_lib.replay.gavel_rounds`.
 """
 from __future__ import annotations
 
@@ -58,16 +64,48 @@ class FifoSkip(Policy):
         return plan
 
 
-class SJF(Policy):
-    """Shortest job first (oracle duration), non-preemptive, skip-ahead."""
+def _work_key(view, by):
+    """Exact integer rank key of a job by its oracle work: ``by`` = "duration" (work ns),
+    "gpus" (GPU count) or "gpu_time" (work ns x GPUs)."""
+    work = view.jobs.work_ns
+    if by == "duration":
+        return lambda j: (int(work[j.id]), j.id)
+    if by == "gpus":
+        return lambda j: (j.num_gpus, j.id)
+    return lambda j: (int(work[j.id]) * j.num_gpus, j.id)
 
-    name = "sjf"
-    fast = ("sjf",)
+
+class SJF(Policy):
+    """Shortest job first (oracle), skip-ahead in (key, id) order.
+
+    ``by``: "duration" (run time, default), "gpus" (GPU count: smallest first) or
+    "gpu_time" (run time x GPUs). ``preemptive=False`` (default): only waiting jobs are
+    ranked and running jobs keep their GPUs. ``preemptive=True``: every event all jobs,
+    running or not, are ranked and given GPUs in that order; running jobs left out are
+    preempted. ``SJF(by="gpus", preemptive=True)`` is Tiresias' ``sjf``
+    (``smallest_first_sim_jobs``: a stable sort of all runnable jobs by ``num_gpu``, so ties
+    in arrival order), job for job (tests/test_replay_peers.py).
+    """
+
+    BY = ("duration", "gpus", "gpu_time")
+
+    def __init__(self, by: str = "duration", preemptive: bool = False):
+        self.by = check_choice("by", by, self.BY)
+        if not isinstance(preemptive, bool):
+            raise ParameterError("preemptive", f"must be True or False, got {excerpt(preemptive)}")
+        self.preemptive = preemptive
+        default = by == "duration" and not preemptive
+        self.name = "sjf" if default else f"sjf(by={by}{', preemptive' if preemptive else ''})"
+        self.fast = ("sjf",) if default else ("sjf", by, preemptive)
 
     def schedule(self, view):
         plan = view.plan()
-        for job in sorted(view.queue, key=lambda j: (j.duration_s, j.id)):
-            plan.start(job)
+        key = _work_key(view, self.by)
+        if self.preemptive:
+            _give_in_order(view, sorted(view.running + view.queue, key=key), plan)
+        else:
+            for job in sorted(view.queue, key=key):
+                plan.start(job)
         return plan
 
 
@@ -91,15 +129,45 @@ def _give_in_order(view, order, plan):
 
 
 class SRTF(Policy):
-    """Shortest remaining time first (oracle), preemptive (Tiresias' ``shortest``)."""
+    """Shortest remaining time first (oracle), preemptive (Tiresias' ``shortest``).
 
-    name = "srtf"
-    fast = ("srtf",)
+    ``by="gpu_time"`` ranks by remaining time x GPUs instead (Tiresias' ``shortest-gpu``).
+    ``ties``: "id" (default, lowest id first) or "previous": equal keys keep the order of
+    the previous pass, new jobs after them in id order, as Tiresias' stable sort of the
+    list it keeps. The two differ when two jobs' keys meet (by GPU-time they fall at
+    different rates): on Tiresias' 60-job trace on 4x4 GPUs, ``shortest-gpu`` agrees with
+    ties "previous" for all 60 jobs and with ties "id" for 58. Ties "previous" run in the
+    Python loop only (``result.backend == "python"``).
+    """
+
+    BY = ("time", "gpu_time")
+
+    def __init__(self, by: str = "time", ties: str = "id"):
+        self.by = check_choice("by", by, self.BY)
+        self.ties = check_choice("ties", ties, ("id", "previous"))
+        opts = ([f"by={by}"] if by != "time" else []) + (["ties=previous"] if ties != "id" else [])
+        self.name = f"srtf({', '.join(opts)})" if opts else "srtf"
+        self.fast = None if ties == "previous" else (("srtf",) if by == "time" else ("srtf", by))
+
+    def reset(self, jobs, cluster):
+        self._order = []
+
+    def _key(self, j):
+        return j.remaining_ns if self.by == "time" else j.remaining_ns * j.num_gpus
 
     def schedule(self, view):
         plan = view.plan()
-        jobs = sorted(view.running + view.queue, key=lambda j: (j.remaining_ns, j.id))
-        _give_in_order(view, jobs, plan)
+        jobs = view.running + view.queue
+        if self.ties == "id":
+            order = sorted(jobs, key=lambda j: (self._key(j), j.id))
+        else:
+            alive = {j.id: j for j in jobs}
+            kept = [i for i in self._order if i in alive]
+            known = set(kept)
+            self._order = kept + sorted(i for i in alive if i not in known)
+            self._order.sort(key=lambda i: self._key(alive[i]))      # stable
+            order = [alive[i] for i in self._order]
+        _give_in_order(view, order, plan)
         return plan
 
 
