@@ -6,8 +6,10 @@ sum_j s_j X[j,t] <= N_t,  0 <= X <= 1  is solved with HiGHS (scipy ``linprog``),
 ``thr`` is the job's throughput on each type (here its speed relative to the
 reference type), ``s_j`` its GPU count and ``w_j = 1 / (throughput under Gavel's
 proportional split)``. The blind baseline (Gavel's ``MaxMinFairnessPolicy``) solves
-the same LP with every ``thr`` set to 1. Round mechanism (as Gavel's
-``_schedule_jobs_on_workers_helper`` with a global queue): priority of (job, type) =
+the same LP with every ``thr`` set to 1. Round mechanism (a simplification of Gavel's
+``_schedule_jobs_on_workers_helper`` run with a global queue; Gavel's default keeps one
+sorted list per type and resets its time-based priorities every 1920 s, which
+``replay.gavel_rounds.GavelRounds`` reproduces exactly): priority of (job, type) =
 ``X[j,t] / (rounds j ran on t / rounds j has been active)`` (infinite when it never
 ran there); pairs are taken by priority, then X, then lowest id, a job gets at most one
 type per round and only if all its GPUs of that type are free. Jobs keep their GPUs
