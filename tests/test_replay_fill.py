@@ -159,3 +159,81 @@ def test_fgd_fragments_less_than_random_and_no_more_than_first_fit_on_inflated_o
         assert mean["fgd"] <= 1.05 * mean["first-fit"], mean
         assert r["fgd"].allocated[-1] > r["random"].allocated[-1] + 0.01
         assert r["fgd"].arrived[-1] == pytest.approx(1.3, abs=0.01)
+
+
+# ----------------------------------------------------------------- parity: compiled == reference
+def _core_args(cluster, jobs, mask=None):
+    from magnum_lib.replay.fgd import node_grid, workload_classes
+
+    k, r, w = workload_classes(jobs, 10, counts=True)
+    _, valid = node_grid(cluster)
+    M = np.ascontiguousarray(np.where(valid, 1000, -1), dtype=np.int64)
+    mask = np.zeros(len(jobs), np.int64) if mask is None else np.asarray(mask, np.int64)
+    return [M, jobs.gpu_milli.astype(np.int64), jobs.num_gpus.astype(np.int64), mask,
+            cluster.node_type.astype(np.int64), k, r, w]
+
+
+def _both(args, code):
+    from magnum_lib.replay import fill_ref
+    from tests.conftest import import_compiled
+
+    fast = import_compiled("magnum_lib.replay._fill")
+    out = []
+    for mod in (fill_ref, fast):
+        a = [x.copy() for x in args]
+        node, frag = mod.fill_core(*a, code, 0)
+        out.append((node, frag, a[0]))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), code=st.sampled_from([0, 1, 2]))
+def test_compiled_fill_matches_the_reference_exactly(data, code):
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=5))
+    types = data.draw(st.lists(st.integers(0, 1), min_size=len(sizes), max_size=len(sizes)))
+    cl = ReplayCluster(np.array(sizes), np.array(types), ("a", "b"))
+    n = data.draw(st.integers(1, 30))
+    milli = data.draw(st.lists(st.sampled_from([100, 250, 300, 500, 700, 1000]), min_size=n, max_size=n))
+    gpus = [data.draw(st.integers(1, 4)) if m == 1000 else 1 for m in milli]
+    mask = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    jobs = make_jobs(np.arange(n, dtype=float), np.ones(n), gpus, gpu_milli=milli)
+    (n1, f1, m1), (n2, f2, m2) = _both(_core_args(cl, jobs, mask), code)
+    assert np.array_equal(n1, n2) and np.array_equal(f1, f2) and np.array_equal(m1, m2)
+
+
+@pytest.mark.parametrize("code", [0, 1, 2])
+def test_compiled_fill_matches_the_reference_on_inflated_openb(shared_data, code):
+    from magnum_lib.replay.traces import alibaba_pods
+
+    full = ReplayCluster.alibaba(shared_data / "alibaba" / "openb_node_list_gpu_node.csv")
+    cl = full.take(np.arange(5, full.nodes, 16))
+    jobs = alibaba_pods(cl, path=shared_data / "alibaba" / "openb_pod_list_default.csv", inflate=1.3, seed=5)
+    (n1, f1, m1), (n2, f2, m2) = _both(_core_args(cl, jobs), code)
+    assert np.array_equal(n1, n2) and np.array_equal(f1, f2) and np.array_equal(m1, m2)
+    assert (n1 < 0).any() and (n1 >= 0).any()          # it filled past what fits
+
+
+def test_compiled_fill_refuses_what_it_does_not_do():
+    from tests.conftest import import_compiled
+
+    fast = import_compiled("magnum_lib.replay._fill")
+    cl = ReplayCluster.uniform(1, 2)
+    args = _core_args(cl, _pods([500, 1000]))
+    with pytest.raises(ParameterError, match="placement"):
+        fast.fill_core(*args, 3, 0)                    # random: the reference's
+    bad = list(args)
+    bad[2] = bad[2][:1]
+    with pytest.raises(ParameterError, match="jobs"):
+        fast.fill_core(*bad, 0, 0)
+    bad = list(args)
+    bad[1] = np.array([0, 1000])
+    with pytest.raises(ParameterError, match="jobs"):
+        fast.fill_core(*bad, 0, 0)
+
+
+def test_fill_reports_its_backend():
+    from magnum_lib import backend
+
+    r = fill(_pods([500]), ReplayCluster.uniform(1, 1), "fgd")
+    assert r.backend == ("compiled" if backend() == "compiled" else "python")
+    assert fill(_pods([500]), ReplayCluster.uniform(1, 1), "random").backend == "python"

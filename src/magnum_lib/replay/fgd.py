@@ -25,21 +25,27 @@ from magnum_lib.replay.policies import BUILTIN
 __all__ = ["FGD", "workload_classes", "fragmentation", "node_grid", "fgd_place"]
 
 
-def workload_classes(jobs, classes: int = 10):
-    """``(k, r, popularity)`` arrays of the ``classes`` most common (GPUs, milli) requests."""
+def workload_classes(jobs, classes: int = 10, counts: bool = False):
+    """``(k, r, popularity)`` arrays of the ``classes`` most common (GPUs, milli) requests.
+
+    ``counts=True``: the weights are the classes' pod counts (int64) instead of their
+    shares: the same ranking of placements, in exact integer arithmetic.
+    """
     keys = jobs.num_gpus * 10_000 + jobs.gpu_milli
-    vals, counts = np.unique(keys, return_counts=True)
-    top = np.argsort(-counts, kind="stable")[:classes]
+    vals, n = np.unique(keys, return_counts=True)
+    top = np.argsort(-n, kind="stable")[:classes]
     k, r = vals[top] // 10_000, vals[top] % 10_000
-    return k.astype(np.int64), r.astype(np.int64), counts[top] / counts[top].sum()
+    w = n[top].astype(np.int64) if counts else n[top] / n[top].sum()
+    return k.astype(np.int64), r.astype(np.int64), w
 
 
 def fragmentation(free, k, r, p):
-    """Fragmentation of each row of ``free`` (nodes x GPUs, -1 = no GPU) for the classes."""
+    """Fragmentation of each row of ``free`` (nodes x GPUs, -1 = no GPU) for the classes
+    (milli-GPU times the weights ``p``; int64 when ``p`` is)."""
     f = np.where(free < 0, 0, free)                      # (nodes, G)
     total = f.sum(axis=1)
     full = (free == 1000).sum(axis=1)
-    out = np.zeros(free.shape[0])
+    out = np.zeros(free.shape[0], dtype=np.result_type(np.asarray(p).dtype, np.int64))
     for kk, rr, pp in zip(k, r, p):
         if rr < 1000:
             fits = (f >= rr).any(axis=1)
@@ -103,7 +109,7 @@ class FGD(Policy):
         self.classes = check_int("classes", classes, 1, 1000)
 
     def reset(self, jobs, cluster):
-        self.k, self.r, self.p = workload_classes(jobs, self.classes)
+        self.k, self.r, self.p = workload_classes(jobs, self.classes, counts=True)
         self.idx, self.valid = node_grid(cluster)
         self.jobs, self.cluster = jobs, cluster
 

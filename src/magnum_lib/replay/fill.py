@@ -21,7 +21,10 @@ that node; only the GPU dimension is modelled (CPU and memory are not), and a po
 
 Fragmentation is the paper's: the free milli-GPU that the workload's typical pods
 (the ``classes`` most common requests, weighted by popularity; :func:`.fgd.fragmentation`)
-cannot use, summed over nodes. Pure NumPy, one backend (there is no compiled path).
+cannot use, summed over nodes (weighted by pod counts in exact integers, then scaled).
+Backends: the loop is :func:`.fill_ref.fill_core` (NumPy, readable) or the compiled
+``_fill.pyx`` (same signature, same numbers) for ``fgd``, ``best-fit`` and ``first-fit``;
+``random`` always runs the reference (it draws from NumPy's generator).
 """
 from __future__ import annotations
 
@@ -31,7 +34,8 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int
 from magnum_lib.replay.cluster import ReplayCluster
-from magnum_lib.replay.fgd import fgd_place, fragmentation, node_grid, workload_classes
+from magnum_lib.replay import fill_ref as _fill_ref
+from magnum_lib.replay.fgd import node_grid, workload_classes
 from magnum_lib.replay.jobs import ReplayJobs
 
 __all__ = ["FILL_PLACEMENTS", "FillResult", "fill"]
@@ -57,6 +61,7 @@ class FillResult:
     idle: np.ndarray
     placed: np.ndarray
     node: np.ndarray
+    backend: str = "python"
 
     @property
     def unallocated(self) -> np.ndarray:
@@ -78,37 +83,6 @@ class FillResult:
                     frag_ratio=float(self.frag_ratio[i]))
 
 
-def _simple_place(M, milli, gpus, ok_nodes, how, rng):
-    """``(node, [slots])`` for the best-fit / first-fit / random rules, or None."""
-    if milli < 1000:
-        usable = (M >= milli) & ok_nodes[:, None]
-        nodes = np.flatnonzero(usable.any(axis=1))
-    else:
-        usable = (M == 1000) & ok_nodes[:, None]
-        nodes = np.flatnonzero(usable.sum(axis=1) >= gpus)
-    if not nodes.size:
-        return None
-    if how == "first-fit":
-        n = int(nodes[0])
-    elif how == "best-fit":
-        n = int(nodes[np.argmin(np.where(M[nodes] > 0, M[nodes], 0).sum(axis=1))])
-    else:
-        n = int(rng.choice(nodes))
-    slots = np.flatnonzero(usable[n])
-    if how == "random":
-        return n, np.sort(rng.choice(slots, size=gpus, replace=False)).tolist()
-    if how == "best-fit" and milli < 1000:
-        return n, [int(slots[np.argmin(M[n, slots])])]
-    return n, slots[:gpus].tolist()
-
-
-def _ok_nodes(jobs, cluster):
-    """``ok[j]``: bool mask of the nodes pod ``j`` may use, from its type mask (or None)."""
-    if jobs.type_mask is None:
-        return None
-    return (jobs.type_mask[:, None] == 0) | (((jobs.type_mask[:, None] >> cluster.node_type[None, :]) & 1) == 1)
-
-
 def fill(jobs: ReplayJobs, cluster: ReplayCluster, placement: str = "fgd", seed: int = 0,
          classes: int = 10) -> FillResult:
     """Submit ``jobs`` in order onto ``cluster``, none leaving; see the module docstring.
@@ -125,37 +99,22 @@ def fill(jobs: ReplayJobs, cluster: ReplayCluster, placement: str = "fgd", seed:
     classes = check_int("classes", classes, 1, 1000)
     if len(jobs) == 0:
         raise ParameterError("jobs", "must hold at least one pod")
-    rng = np.random.default_rng(seed)
-    k, r, p = workload_classes(jobs, classes)
+    k, r, w = workload_classes(jobs, classes, counts=True)    # exact integer weights
     idx, valid = node_grid(cluster)
-    M = np.where(valid, 1000, -1)
-    base = fragmentation(M, k, r, p)
-    ok_all = _ok_nodes(jobs, cluster)
-    everywhere = np.ones(cluster.nodes, bool)
+    M = np.ascontiguousarray(np.where(valid, 1000, -1), dtype=np.int64)
+    mask = np.zeros(len(jobs), np.int64) if jobs.type_mask is None else jobs.type_mask.astype(np.int64)
+    core = _fill_ref
+    if placement != "random":      # (random draws from NumPy's generator: reference only)
+        from magnum_lib import _backend
+
+        core = _backend.pick("magnum_lib.replay._fill", "magnum_lib.replay.fill_ref")
+    node, frag_w = core.fill_core(M, jobs.gpu_milli.astype(np.int64), jobs.num_gpus.astype(np.int64),
+                                  mask, cluster.node_type.astype(np.int64), k, r, w,
+                                  FILL_PLACEMENTS.index(placement), seed)
     cap = cluster.total_gpus * 1000
-    n = len(jobs)
     req = jobs.num_gpus * jobs.gpu_milli
-    where = np.full(n, -1, np.int64)
-    frag = np.empty(n)
-    held = 0
-    allocated = np.empty(n)
-    for j in range(n):
-        milli, gpus = int(jobs.gpu_milli[j]), int(jobs.num_gpus[j])
-        ok = everywhere if ok_all is None else ok_all[j]
-        if placement == "fgd":
-            got = fgd_place(M, idx, base, k, r, p, milli, gpus, ok)
-            if got is not None:
-                node, gids = got
-                got = node, [g - int(idx[node, 0]) for g in gids]
-        else:
-            got = _simple_place(M, milli, gpus, ok, placement, rng)
-        if got is not None:
-            node, slots = got
-            M[node, slots] -= milli
-            base[node] = fragmentation(M[node:node + 1], k, r, p)[0]
-            where[j] = node
-            held += int(req[j])
-        allocated[j] = held
-        frag[j] = base.sum()
-    return FillResult(placement, seed, cluster.total_gpus, np.cumsum(req) / cap, allocated / cap,
-                      frag / cap, 1.0 - allocated / cap, where >= 0, where)
+    held = np.cumsum(np.where(node >= 0, req, 0))
+    frag = frag_w / int(w.sum()) / cap
+    return FillResult(placement, seed, cluster.total_gpus, np.cumsum(req) / cap, held / cap,
+                      frag, 1.0 - held / cap, node >= 0, node,
+                      "compiled" if core.__name__.endswith("._fill") else "python")
