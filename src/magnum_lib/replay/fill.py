@@ -100,7 +100,7 @@ def fill(jobs: ReplayJobs, cluster: ReplayCluster, placement: str = "fgd", seed:
     if len(jobs) == 0:
         raise ParameterError("jobs", "must hold at least one pod")
     k, r, w = workload_classes(jobs, classes, counts=True)    # exact integer weights
-    idx, valid = node_grid(cluster)
+    _, valid = node_grid(cluster)
     M = np.ascontiguousarray(np.where(valid, 1000, -1), dtype=np.int64)
     mask = np.zeros(len(jobs), np.int64) if jobs.type_mask is None else jobs.type_mask.astype(np.int64)
     core = _fill_ref
