@@ -163,14 +163,12 @@ def test_fgd_fragments_less_than_random_and_no_more_than_first_fit_on_inflated_o
 
 # ----------------------------------------------------------------- parity: compiled == reference
 def _core_args(cluster, jobs, mask=None):
-    from magnum_lib.replay.fgd import node_grid, workload_classes
+    from magnum_lib.replay.fill import _fill_args
 
-    k, r, w = workload_classes(jobs, 10, counts=True)
-    _, valid = node_grid(cluster)
-    M = np.ascontiguousarray(np.where(valid, 1000, -1), dtype=np.int64)
-    mask = np.zeros(len(jobs), np.int64) if mask is None else np.asarray(mask, np.int64)
-    return [M, jobs.gpu_milli.astype(np.int64), jobs.num_gpus.astype(np.int64), mask,
-            cluster.node_type.astype(np.int64), k, r, w]
+    args = _fill_args(jobs, cluster)
+    if mask is not None:
+        args[3] = np.asarray(mask, np.int64)
+    return args
 
 
 def _both(args, code):

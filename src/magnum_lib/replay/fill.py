@@ -83,6 +83,16 @@ class FillResult:
                     frag_ratio=float(self.frag_ratio[i]))
 
 
+def _fill_args(jobs, cluster, classes=10):
+    """The arrays ``fill_core`` takes: ``M, milli, gpus, mask, node_type, k, r, w``."""
+    k, r, w = workload_classes(jobs, classes, counts=True)    # exact integer weights
+    _, valid = node_grid(cluster)
+    M = np.ascontiguousarray(np.where(valid, 1000, -1), dtype=np.int64)
+    mask = np.zeros(len(jobs), np.int64) if jobs.type_mask is None else jobs.type_mask.astype(np.int64)
+    return [M, jobs.gpu_milli.astype(np.int64), jobs.num_gpus.astype(np.int64), mask,
+            cluster.node_type.astype(np.int64), k, r, w]
+
+
 def fill(jobs: ReplayJobs, cluster: ReplayCluster, placement: str = "fgd", seed: int = 0,
          classes: int = 10) -> FillResult:
     """Submit ``jobs`` in order onto ``cluster``, none leaving; see the module docstring.
@@ -99,18 +109,14 @@ def fill(jobs: ReplayJobs, cluster: ReplayCluster, placement: str = "fgd", seed:
     classes = check_int("classes", classes, 1, 1000)
     if len(jobs) == 0:
         raise ParameterError("jobs", "must hold at least one pod")
-    k, r, w = workload_classes(jobs, classes, counts=True)    # exact integer weights
-    _, valid = node_grid(cluster)
-    M = np.ascontiguousarray(np.where(valid, 1000, -1), dtype=np.int64)
-    mask = np.zeros(len(jobs), np.int64) if jobs.type_mask is None else jobs.type_mask.astype(np.int64)
+    args = _fill_args(jobs, cluster, classes)
     core = _fill_ref
     if placement != "random":      # (random draws from NumPy's generator: reference only)
         from magnum_lib import _backend
 
         core = _backend.pick("magnum_lib.replay._fill", "magnum_lib.replay.fill_ref")
-    node, frag_w = core.fill_core(M, jobs.gpu_milli.astype(np.int64), jobs.num_gpus.astype(np.int64),
-                                  mask, cluster.node_type.astype(np.int64), k, r, w,
-                                  FILL_PLACEMENTS.index(placement), seed)
+    node, frag_w = core.fill_core(*args, FILL_PLACEMENTS.index(placement), seed)
+    w = args[-1]
     cap = cluster.total_gpus * 1000
     req = jobs.num_gpus * jobs.gpu_milli
     held = np.cumsum(np.where(node >= 0, req, 0))
