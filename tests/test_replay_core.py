@@ -277,3 +277,37 @@ def test_fragmentation_of_shared_gpus_by_hand():
     assert r.summary()["gpu_fragmentation"] == pytest.approx((0.2 + 1 / 3) / 2)
     assert replay(make_jobs([0], [10], [1]), _one_node(2), "fifo-skip").summary().get(
         "gpu_fragmentation") is None
+
+
+def test_job_views_show_each_job_at_the_current_decision():
+    # One GPU. Job 0 runs 0..10 s; job 1 (submitted at 2 s) waits, starts at 10 s and is
+    # preempted at 12 s by job 2 (submitted then) under a policy that always starts the
+    # newest job. Each call records what the views say at that instant.
+    seen = []
+
+    def newest_first(view):
+        seen.append({j.id: (j.running, j.attained_s, j.attained_ns, j.remaining_s, j.wait_s, j.gpus,
+                            j.gpu_type, j.preemptions) for j in view.running + view.queue})
+        plan = view.plan()
+        if not view.running + view.queue:
+            return plan
+        newest = max(view.running + view.queue, key=lambda j: j.submit_s)
+        for j in view.running:
+            if j.id != newest.id:
+                plan.preempt(j)
+        if not newest.running:
+            plan.start(newest)
+        return plan
+
+    jobs = make_jobs([0, 2, 12], [10, 5, 1], [1, 1, 1])
+    r = replay(jobs, _one_node(1), newest_first)
+    # t = 0: job 0 alone, waiting; t = 2: job 1 newest, job 0 preempted after 2 s of work.
+    assert seen[0] == {0: (False, 0.0, 0, 10.0, 0.0, (), None, 0)}
+    assert seen[1] == {0: (True, 2.0, 2 * 10**9, 8.0, 0.0, (0,), "gpu", 0),
+                       1: (False, 0.0, 0, 5.0, 0.0, (), None, 0)}
+    # t = 7: job 1 done (it ran 2..7), job 0 resumes after waiting 5 s.
+    assert seen[2] == {0: (False, 2.0, 2 * 10**9, 8.0, 5.0, (), None, 1)}
+    # t = 12: job 2 arrives, job 0 has run 5 s more and is preempted again.
+    assert seen[3] == {0: (True, 7.0, 7 * 10**9, 3.0, 5.0, (0,), "gpu", 1),
+                       2: (False, 0.0, 0, 1.0, 0.0, (), None, 0)}
+    assert r.finish_s.tolist() == [16.0, 7.0, 13.0] and r.preemptions.tolist() == [2, 0, 0]

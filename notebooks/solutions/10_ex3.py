@@ -1,5 +1,7 @@
-# Solution to exercise 3 of 10_policy_arena: replay LAS for each first threshold, keep the best.
-_grid = (250, 500, 1000, 2000, 3250, 5000)
-_jct = {t: replay(TEACH, CLUSTER, TiresiasLAS((t, 7200.0))).summary()["avg_jct_s"] for t in _grid}
-ex3_threshold = min(_grid, key=lambda t: (_jct[t], t))
-print({t: round(v / 3600, 1) for t, v in _jct.items()})
+# Solution to exercise 3 of 10_policy_arena: replay LAS for each starvation knob, keep the fairest.
+# A small knob promotes starved jobs almost at once: thousands of preemptions, as jobs bounce
+# between the queues. A large one (or 0, off) lets a demoted job starve behind every new job.
+_grid = (0, 1, 2, 4, 8, 16, 32, 64)
+_runs = {k: replay(TEACH, CLUSTER, TiresiasLAS(promote_knob=k)).summary() for k in _grid}
+ex3_knob = min(_grid, key=lambda k: (_runs[k]["ftf_rho_max"], k))
+print({k: (round(s["ftf_rho_max"], 1), s["preemptions"]) for k, s in _runs.items()}, "->", ex3_knob)

@@ -117,11 +117,63 @@ class Decision:
 
 
 class JobView:
-    """One job as a policy sees it (read-only numbers in seconds)."""
+    """One job as a policy sees it (read-only numbers in seconds).
 
-    __slots__ = ("id", "submit_s", "num_gpus", "gpu_milli", "duration_s", "attained_s",
-                 "attained_gpu_s", "attained_ns", "remaining_s", "remaining_ns", "wait_s", "gpus", "gpu_type", "model",
-                 "group", "preemptions", "running")
+    The replay keeps one JobView per job: it updates ``attained_ns`` and ``running`` (the
+    numbers policies read most) as the job runs, and computes the others from the replay
+    when asked, so a view is the job *at the current decision*: read it during the
+    ``schedule`` call that got it.
+    """
+
+    __slots__ = ("id", "submit_s", "num_gpus", "gpu_milli", "duration_s", "model", "group",
+                 "attained_ns", "running", "_st")
+
+    def __init__(self, state, j):
+        jobs = state.jobs
+        self._st = state
+        self.id = j
+        self.submit_s = jobs.submit_ns[j] / NS
+        self.num_gpus = int(jobs.num_gpus[j])
+        self.gpu_milli = int(jobs.gpu_milli[j])
+        self.duration_s = jobs.work_ns[j] / NS
+        self.model = jobs.model_names[jobs.model_code[j]] if jobs.model_code is not None else None
+        self.group = jobs.group_names[jobs.group_code[j]] if jobs.group_code is not None else None
+        self.attained_ns = int(state.attained[j])        # kept current by the replay
+        self.running = bool(state.status[j] == 2)        # kept current by the replay
+
+    @property
+    def attained_s(self) -> float:
+        return float(self.attained_ns) / NS
+
+    @property
+    def attained_gpu_s(self) -> float:
+        return self.attained_s * self.num_gpus
+
+    @property
+    def remaining_ns(self) -> int:
+        return max(int(self._st.rem[self.id]), 0)
+
+    @property
+    def remaining_s(self) -> float:
+        return self.remaining_ns / NS
+
+    @property
+    def wait_s(self) -> float:
+        st = self._st
+        return (st.now - st.jobs.submit_ns[self.id] - st.attained[self.id]) / NS
+
+    @property
+    def gpus(self) -> tuple:
+        return tuple(self._st.alloc[self.id])
+
+    @property
+    def gpu_type(self):
+        st = self._st
+        return st.cluster.type_names[st.gpu_type[st.alloc[self.id][0]]] if self.running else None
+
+    @property
+    def preemptions(self) -> int:
+        return int(self._st.preemptions[self.id])
 
     def __repr__(self) -> str:
         state = f"running on {list(self.gpus)}" if self.running else f"waiting {self.wait_s:g} s"
@@ -141,6 +193,8 @@ class View:
         Whole idle GPUs (all types).
     free_by_type : dict
         Whole idle GPUs of each type name.
+    free_milli : int64 array (read-only)
+        Free milli-GPU of every GPU.
     cluster, jobs : the replay's cluster and job list (static data, e.g. the speed matrix).
     """
 
@@ -152,12 +206,19 @@ class View:
         self.running = running
         self.cluster = state.cluster
         self.jobs = state.jobs
-        whole = state.free == 1000
-        self.free_gpus = int(whole.sum())
-        self.free_by_type = {n: int((whole & (state.gpu_type == t)).sum())
-                             for t, n in enumerate(state.cluster.type_names)}
-        self.free_milli = state.free.copy()
-        self.free_milli.setflags(write=False)
+        self.free_gpus = int((state.free == 1000).sum())
+
+    @property
+    def free_by_type(self) -> dict:
+        st = self._state
+        whole = st.free == 1000
+        return {n: int((whole & (st.gpu_type == t)).sum()) for t, n in enumerate(st.cluster.type_names)}
+
+    @property
+    def free_milli(self) -> np.ndarray:
+        out = self._state.free.copy()
+        out.setflags(write=False)
+        return out
 
     def plan(self) -> "Plan":
         """A scratch copy of the free GPUs to build a decision in (see :class:`Plan`)."""
@@ -177,28 +238,36 @@ class Plan:
     def __init__(self, state):
         self._state = state
         self.free = state.free.copy()
+        self._whole = int((self.free == 1000).sum())   # idle GPUs: a gang wanting more fails fast
         self._starts, self._preempts, self._wake = [], [], None
         self._taken = set()      # started in this plan
 
     @property
     def free_gpus(self) -> int:
-        return int((self.free == 1000).sum())
+        return self._whole
 
     def fits(self, job) -> bool:
-        return self._state.place(job.id, self.free, None, probe=True) is not None
+        jid = job.id if isinstance(job, JobView) else job
+        if self._state.milli_l[jid] == 1000 and self._state.gpus_l[jid] > self._whole:
+            return False
+        return self._state.place(jid, self.free, None, probe=True) is not None
 
     def start(self, job, gpus=None, gpu_type=None) -> bool:
         jid = job.id if isinstance(job, JobView) else job
-        if jid in self._taken or (self._state.status[jid] == 2 and jid not in self._preempts):
+        st = self._state
+        milli = st.milli_l[jid]
+        if gpus is None and milli == 1000 and st.gpus_l[jid] > self._whole:
+            return False          # too few idle GPUs for any placement rule: skip the search
+        if jid in self._taken or (st.status[jid] == 2 and jid not in self._preempts):
             return False
-        where = self._state.place(jid, self.free, gpu_type) if gpus is None else list(gpus)
+        where = st.place(jid, self.free, gpu_type) if gpus is None else list(gpus)
         if where is None:
             return False
-        milli = int(self._state.jobs.gpu_milli[jid])
         if gpus is not None:  # explicit GPUs: checked again when applied; here only reserve
             if any(not (0 <= g < self.free.size) or self.free[g] < milli for g in where):
                 return False
         self.free[where] -= milli
+        self._whole = int((self.free == 1000).sum())
         self._starts.append((jid, where))
         self._taken.add(jid)
         return True
@@ -207,7 +276,8 @@ class Plan:
         jid = job.id if isinstance(job, JobView) else job
         st = self._state
         if st.status[jid] == 2 and jid not in self._preempts:
-            self.free[st.alloc[jid]] += int(st.jobs.gpu_milli[jid])
+            self.free[st.alloc[jid]] += st.milli_l[jid]
+            self._whole = int((self.free == 1000).sum())
             self._preempts.append(jid)
 
     def wake_at(self, t_s: float) -> None:

@@ -25,15 +25,19 @@ class _State:
         self.free = np.full(cluster.total_gpus, 1000, dtype=np.int64)
         self._place = _placement.FUNCTIONS[place_name]
         self.rng = np.random.default_rng(seed)
-        self.status = np.zeros(n, np.int8)
+        # Per-job state in plain lists: the loop reads and writes single items, which is
+        # several times faster on lists of Python ints than on NumPy arrays.
+        self.gpus_l = jobs.num_gpus.tolist()
+        self.milli_l = jobs.gpu_milli.tolist()
+        self.status = np.zeros(n, np.int8)   # 0 not submitted, 1 waiting, 2 running, 3 finished
         self.alloc = [[] for _ in range(n)]
-        self.rem = jobs.work_ns.astype(np.int64).copy()
-        self.overhead = np.zeros(n, np.int64)
-        self.rate = np.ones(n)
-        self.first_start = np.full(n, -1, np.int64)
-        self.finish = np.full(n, -1, np.int64)
-        self.preemptions = np.zeros(n, np.int64)
-        self.attained = np.zeros(n, np.int64)
+        self.rem = jobs.work_ns.tolist()
+        self.overhead = [0] * n
+        self.rate = [1.0] * n
+        self.first_start = [-1] * n
+        self.finish = [-1] * n
+        self.preemptions = [0] * n
+        self.attained = [0] * n
         self.restore_ns = int(restore_ns)
         self.now = 0
         ntypes = len(cluster.type_names)
@@ -44,6 +48,8 @@ class _State:
             ok = [t for t in range(ntypes) if self.allowed(j, t)]
             ok.sort(key=lambda t: (-self.speed(j, t), t))
             self.type_order.append(ok)
+        # One JobView per job, made once: it reads the changing numbers from this state.
+        self.views = [JobView(self, j) for j in range(n)]
 
     def speed(self, j, t) -> float:
         sp = self.jobs.speed
@@ -57,7 +63,7 @@ class _State:
 
     def place(self, j, free, gtype=None, probe=False):
         """GPU ids for job ``j`` on ``free`` (type ``gtype`` or the fastest that fits), or None."""
-        g, milli = int(self.jobs.num_gpus[j]), int(self.jobs.gpu_milli[j])
+        g, milli = self.gpus_l[j], self.milli_l[j]
         if gtype is not None:
             t = self.cluster.type_names.index(gtype)
             types = [t] if self.allowed(j, t) else []
@@ -73,59 +79,39 @@ class _State:
     def advance(self, t, running):
         dt = t - self.now
         if dt > 0:
+            views = self.views
             for j in running:
-                o = min(int(self.overhead[j]), dt)
+                o = min(self.overhead[j], dt)
                 self.overhead[j] -= o
                 prog = dt - o
                 self.rem[j] -= prog if self.rate[j] == 1.0 else int(prog * self.rate[j])
                 self.attained[j] += dt
+                views[j].attained_ns = self.attained[j]
         self.now = t
 
     def finish_time(self, j) -> int:
-        r = max(int(self.rem[j]), 0)
+        r = max(self.rem[j], 0)
         run = r if self.rate[j] == 1.0 else math.ceil(r / self.rate[j])
         return self.now + int(self.overhead[j]) + max(run, 0)
 
     def view(self, waiting, running):
-        now = self.now
-        jobs = self.jobs
-
-        def jv(j, is_running):
-            v = JobView()
-            v.id = j
-            v.submit_s = jobs.submit_ns[j] / NS
-            v.num_gpus = int(jobs.num_gpus[j])
-            v.gpu_milli = int(jobs.gpu_milli[j])
-            v.duration_s = jobs.work_ns[j] / NS
-            v.attained_s = self.attained[j] / NS
-            v.attained_gpu_s = v.attained_s * v.num_gpus
-            v.attained_ns = int(self.attained[j])
-            v.remaining_ns = max(int(self.rem[j]), 0)
-            v.remaining_s = v.remaining_ns / NS
-            v.wait_s = (now - jobs.submit_ns[j] - self.attained[j]) / NS
-            v.gpus = tuple(self.alloc[j])
-            v.gpu_type = (self.cluster.type_names[self.gpu_type[self.alloc[j][0]]]
-                          if is_running else None)
-            v.model = jobs.model_names[jobs.model_code[j]] if jobs.model_code is not None else None
-            v.group = jobs.group_names[jobs.group_code[j]] if jobs.group_code is not None else None
-            v.preemptions = int(self.preemptions[j])
-            v.running = is_running
-            return v
-
-        return View(self, tuple(jv(j, False) for j in waiting), tuple(jv(j, True) for j in running))
+        v = self.views
+        return View(self, tuple([v[j] for j in waiting]), tuple([v[j] for j in running]))
 
     def apply(self, d, waiting, running):
         for j in d.preempt:
-            self.free[self.alloc[j]] += int(self.jobs.gpu_milli[j])
+            self.free[self.alloc[j]] += self.milli_l[j]
             self.alloc[j] = []
             self.status[j] = 1
             self.preemptions[j] += 1
+            self.views[j].running = False
             running.discard(j)
             waiting.add(j)
         for j, gpus in d.start:
-            self.free[gpus] -= int(self.jobs.gpu_milli[j])
+            self.free[gpus] -= self.milli_l[j]
             self.alloc[j] = list(gpus)
             self.status[j] = 2
+            self.views[j].running = True
             self.rate[j] = self.speed(j, int(self.gpu_type[gpus[0]]))
             if self.first_start[j] < 0:
                 self.first_start[j] = self.now
@@ -184,9 +170,10 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
             wake = None
         st.advance(t, running)
         for j in sorted(j for j in running if st.rem[j] <= 0):
-            st.free[st.alloc[j]] += int(jobs.gpu_milli[j])
+            st.free[st.alloc[j]] += st.milli_l[j]
             st.alloc[j] = []
             st.status[j] = 3
+            st.views[j].running = False
             st.finish[j] = t
             running.discard(j)
             done += 1
@@ -219,7 +206,8 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
                 f = st.free
                 total = int(f.sum())
                 frag.append(int(f[(f > 0) & (f < 1000)].sum()) / total if total else 0.0)
-    out = dict(first_start=st.first_start, finish=st.finish, preemptions=st.preemptions,
+    out = dict(first_start=np.array(st.first_start, np.int64), finish=np.array(st.finish, np.int64),
+               preemptions=np.array(st.preemptions, np.int64),
                util_t=np.array(util_t, np.int64), util_busy=np.array(util_busy))
     if shared:
         out["frag"] = np.array(frag)

@@ -57,15 +57,25 @@ def tiresias_jobs(path=None):
                      model=list(t.model_name), name="tiresias-60")
 
 
-def alibaba_pods(cluster=None, path=None):
+def alibaba_pods(cluster=None, path=None, inflate=None, seed: int = 0):
     """Alibaba openb GPU pods: submit = creation, duration = deletion - creation (>= 1 s).
 
     CPU-only pods (``num_gpu == 0``) are left out. ``gpu_spec`` (e.g. ``"V100M16|V100M32"``)
     restricts a pod to those GPU models when ``cluster`` (the openb nodes) is given.
+    ``inflate`` (e.g. 1.3): the FGD paper's workload instead, requesting that many times
+    the GPUs of ``cluster`` (default: the openb nodes), drawn with ``seed``
+    (:mod:`magnum_lib.workload.inflate`); its pods arrive 1 s apart in the shuffled
+    order (for :func:`magnum_lib.replay.fill.fill`, where only the order counts).
     """
     from magnum_lib.workload.traces import load_alibaba_pods
 
     p = load_alibaba_pods(path)
+    if inflate is not None:
+        from magnum_lib.workload.inflate import inflate as _inflate
+        from magnum_lib.workload.traces import load_alibaba_nodes
+
+        cap = cluster.total_gpus if cluster is not None else int(load_alibaba_nodes().gpu.sum())
+        p = _inflate(p, cap, inflate, seed)
     idx = np.flatnonzero(p.num_gpu > 0)
     mask = None
     if cluster is not None:
@@ -82,8 +92,9 @@ def alibaba_pods(cluster=None, path=None):
     sub = p.creation_s[idx]
     dur = np.maximum(p.deletion_s[idx] - sub, 1.0)
     qos = np.asarray(p.qos_names, dtype=object)[p.qos_code[idx]]
-    return make_jobs(sub - sub.min(), dur, p.num_gpu[idx], gpu_milli=p.gpu_milli[idx],
-                     type_mask=mask, group=qos, name="alibaba-openb")
+    arrive = sub - sub.min() if inflate is None else np.arange(idx.size, dtype=np.float64)
+    return make_jobs(arrive, dur, p.num_gpu[idx], gpu_milli=p.gpu_milli[idx], type_mask=mask,
+                     group=qos, name="alibaba-openb" if inflate is None else f"alibaba-openb-x{inflate:g}")
 
 
 def gavel_jobs(n: int = 100, jobs_per_hour: float = 10.0, seed: int = 0,

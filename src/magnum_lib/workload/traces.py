@@ -212,6 +212,24 @@ class AlibabaPods:
         """GPUs requested as a real number: ``num_gpu * gpu_milli / 1000``."""
         return self.num_gpu * self.gpu_milli / 1000.0
 
+    def take(self, index) -> "AlibabaPods":
+        """The pods at ``index`` (ints, repeats allowed), in that order; a repeated pod's
+        later copies are named ``"<name>-tuned-<k>"`` (k = 1, 2, ...)."""
+        idx = np.asarray(index, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
+            raise ValueError(f"pod index out of range 0..{len(self) - 1}")
+        seen: dict = {}
+        names = []
+        for i in idx.tolist():
+            k = seen.get(i, 0)
+            seen[i] = k + 1
+            names.append(self.name[i] if k == 0 else f"{self.name[i]}-tuned-{k}")
+        cols = {f: getattr(self, f)[idx] for f in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli",
+                                                     "gpu_spec_code", "qos_code", "phase_code",
+                                                     "creation_s", "deletion_s", "scheduled_s")}
+        return AlibabaPods(tuple(names), gpu_spec_names=self.gpu_spec_names, qos_names=self.qos_names,
+                           phase_names=self.phase_names, path=self.path, **cols)
+
 
 _PODS = "alibaba/openb_pod_list_default.csv"
 _MAX_CPU_MILLI = 10**7  # 10,000 cores on one pod or node
