@@ -119,7 +119,7 @@ cdef class Core:
     cdef int64_t* work
     # arrays
     cdef int64_t[::1] node_dev, node_type, node_ckpt_ns, run, qlen, train, hold, inflight
-    cdef int64_t[::1] view_busy, view_train, view_time, snap_busy, snap_train, lag, part, own, own_tick
+    cdef int64_t[::1] view_busy, view_train, view_time, view_ver, snap_busy, snap_train, lag, part, own, own_tick
     cdef int64_t[::1] q_head, q_tail, arr, cls, status, start, finish, node, attempts, ready, expiry, q_next
     cdef double[::1] noise, hnoise
     cdef int64_t[:, ::1] comp, trace
@@ -150,7 +150,7 @@ cdef class Core:
          self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
          self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns) = vals
         for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight",
-                     "view_busy", "view_train", "view_time", "snap_busy", "snap_train", "lag", "part", "own",
+                     "view_busy", "view_train", "view_time", "view_ver", "snap_busy", "snap_train", "lag", "part", "own",
                      "own_tick", "q_head", "q_tail", "arr", "cls", "status", "start", "finish", "node",
                      "attempts", "ready", "expiry", "q_next", "cstate", "cnode", "cstart", "cborrow",
                      "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key", "ring_node", "ring_off",
@@ -163,7 +163,7 @@ cdef class Core:
         self.node_dev = A["node_dev"]; self.node_type = A["node_type"]; self.node_ckpt_ns = A["node_ckpt_ns"]
         self.run = A["run"]; self.qlen = A["qlen"]; self.train = A["train"]; self.hold = A["hold"]
         self.inflight = A["inflight"]; self.view_busy = A["view_busy"]; self.view_train = A["view_train"]
-        self.view_time = A["view_time"]; self.snap_busy = A["snap_busy"]; self.snap_train = A["snap_train"]
+        self.view_time = A["view_time"]; self.view_ver = A["view_ver"]; self.snap_busy = A["snap_busy"]; self.snap_train = A["snap_train"]
         self.lag = A["lag"]; self.part = A["part"]; self.own = A["own"]; self.own_tick = A["own_tick"]
         self.q_head = A["q_head"]; self.q_tail = A["q_tail"]; self.arr = A["arr"]; self.cls = A["cls"]
         self.status = A["status"]; self.start = A["start"]; self.finish = A["finish"]; self.node = A["node"]
@@ -476,6 +476,7 @@ cdef class Core:
             self.view_busy[i] = self._busy(i)
             self.view_train[i] = self.train[i]
             self.view_time[i] = ta
+            self.view_ver[i] = ta
 
     cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
         cdef int64_t i = self.node[r], tv, c, sh, d, ck, since, lo, hi
@@ -619,7 +620,7 @@ cdef class Core:
         self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0)
 
     cdef void _gossip(self, int64_t t) noexcept nogil:
-        cdef int64_t m = self.ring_m, k = self.tick + 1, slot, i, lg, src
+        cdef int64_t m = self.ring_m, k = self.tick + 1, slot, i, lg, src, ts
         cdef bint in_part = self.part_start_ns <= t < self.part_end_ns
         slot = k % m
         for i in range(self.n_nodes):
@@ -632,10 +633,14 @@ cdef class Core:
                 lg = k
             if lg > m - 1:
                 lg = m - 1
+            ts = t - lg * self.gossip_ns  # when the gossiped state was taken at the node
+            if ts < self.view_ver[i]:
+                continue  # older than the entry the scheduler holds (a lease reply): keep the newer
             src = ((k - lg) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
             self.view_busy[i] = self.snap_busy[src]
             self.view_train[i] = self.snap_train[src]
-            self.view_time[i] = t - lg * self.gossip_ns
+            self.view_time[i] = ts
+            self.view_ver[i] = ts
         self.tick = k
         self.cnt[K_GOSSIP] += 1
         self._push(t + self.gossip_ns, 0, EV_GOSSIP)

@@ -287,7 +287,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     A = dict(
         node_dev=node_dev, node_type=node_type, node_ckpt_ns=ckpt.astype(np.int64),
         run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
-        view_busy=z(n), view_train=train.copy(), view_time=z(n),
+        view_busy=z(n), view_train=train.copy(), view_time=z(n), view_ver=np.full(n, -1, dtype=np.int64),
         snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
         own=z(S * n), own_tick=np.full(S * n, -1, dtype=np.int64),
         q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
