@@ -20,7 +20,11 @@ def test_each_preset_is_documented_against_the_article():
 
 def test_latency_falls_step_by_step(rows):
     p95 = [rows[p]["p95_ms"] for p in EVOLUTION]
-    assert all(a >= b for a, b in zip(p95, p95[1:])), p95
+    # magnum_v1 and magnum_v2 both sit on the 3.7 ms round period (C25) at p95 (within the
+    # draws' noise); v2's step shows in the tail, where v1's checkpoint evictions and stale
+    # retries cost seconds.
+    assert all(a >= 0.99 * b for a, b in zip(p95, p95[1:])), p95
+    assert rows["magnum_v2"]["p99_ms"] < 0.1 * rows["magnum_v1"]["p99_ms"]
     assert p95[0] > 100 * p95[-1]
     # v2 lands on the article's 3.7 ms at p95 (the round period of C25 bounds it)
     assert 2.5 < rows["magnum_v2"]["p95_ms"] < 5.0

@@ -2,13 +2,17 @@
 # the model and the array layout). Same events, same heap order (time, then insertion),
 # same xorshift draws, so both backends give identical arrays.
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, free, realloc
+from libc.string cimport memcpy
 
 import numpy as np
 
 from magnum_lib._typedefs cimport time_ns, intp_t
-from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_push, heap_pop, heap_peek
+from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
 from magnum_lib.sim import core_ref as _ref
+
+cdef extern from *:
+    ctypedef unsigned long long uint128_t "unsigned __int128"
 
 cdef enum:
     EV_ROUND = 0
@@ -93,6 +97,45 @@ cdef enum:
 cdef int TRACE_ROWS = _ref.TRACE_ROWS
 
 
+# Event lanes. Leases of one scheduler and lease refusals are scheduled in time order, so
+# each goes to a FIFO lane instead of the heap; the loop takes the earliest (time, then
+# insertion number) of the heap top and the lane heads: exactly the order of one heap (the
+# reference's), with ~60% fewer heap operations. A push that would break a lane's order
+# goes to the heap instead, so the order stays exact whatever the inputs.
+cdef struct Lane:
+    HeapEntry* data
+    intp_t head, size, cap
+
+
+cdef inline int lane_push(Lane* q, HeapEntry e) noexcept nogil:
+    cdef HeapEntry* bigger
+    cdef intp_t k, n1
+    if q.size == q.cap:  # grow: unroll the ring into a buffer twice as large
+        bigger = <HeapEntry*> malloc(2 * q.cap * sizeof(HeapEntry))
+        if bigger == NULL:
+            return -1
+        n1 = q.cap - q.head
+        memcpy(bigger, q.data + q.head, n1 * sizeof(HeapEntry))
+        memcpy(bigger + n1, q.data, q.head * sizeof(HeapEntry))
+        free(q.data)
+        q.data = bigger
+        q.head = 0
+        q.cap *= 2
+    k = q.head + q.size
+    if k >= q.cap:
+        k -= q.cap
+    q.data[k] = e
+    q.size += 1
+    return 0
+
+
+cdef inline HeapEntry* lane_tail(Lane* q) noexcept nogil:
+    cdef intp_t k = q.head + q.size - 1
+    if k >= q.cap:
+        k -= q.cap
+    return &q.data[k]
+
+
 cdef inline uint64_t xorshift(uint64_t x) noexcept nogil:
     x ^= x >> 12
     x ^= x << 25
@@ -111,6 +154,8 @@ cdef class Core:
     cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, scan_limit, piggyback, seed, part_start_ns, part_end_ns
     cdef uint64_t rng
     cdef Heap heap
+    cdef Lane* lanes          # n_sched lease lanes, then the refusal lane
+    cdef int64_t n_lanes
     cdef int64_t now, next_arr, next_round, busy_until, tick, ntrace
     cdef bint in_round
     cdef int64_t* pend        # ring of request ids waiting for a round
@@ -130,12 +175,19 @@ cdef class Core:
 
     def __cinit__(self):
         self.heap.data = NULL
+        self.lanes = NULL
+        self.n_lanes = 0
         self.pend = NULL
         self.batch = NULL
         self.work = NULL
 
     def __dealloc__(self):
+        cdef int64_t q
         free(self.heap.data)
+        if self.lanes != NULL:
+            for q in range(self.n_lanes):
+                free(self.lanes[q].data)
+            free(self.lanes)
         free(self.pend)
         free(self.batch)
         free(self.work)
@@ -191,6 +243,17 @@ cdef class Core:
         self.work = <int64_t*> malloc(max(self.n_sched, 1) * sizeof(int64_t))
         if self.heap.data == NULL or self.pend == NULL or self.batch == NULL or self.work == NULL:
             raise MemoryError()
+        self.lanes = <Lane*> malloc((self.n_sched + 1) * sizeof(Lane))
+        if self.lanes == NULL:
+            raise MemoryError()
+        for q in range(self.n_sched + 1):
+            self.lanes[q].data = <HeapEntry*> malloc(256 * sizeof(HeapEntry))
+            if self.lanes[q].data == NULL:
+                raise MemoryError()
+            self.n_lanes = q + 1
+            self.lanes[q].head = 0
+            self.lanes[q].size = 0
+            self.lanes[q].cap = 256
         self.pend_head = 0
         self.pend_len = 0
         self.now = 0
@@ -209,9 +272,53 @@ cdef class Core:
     cdef inline void _push(self, int64_t t, int64_t ident, int64_t kind) noexcept nogil:
         heap_push(&self.heap, t, ident * 8 + kind)
 
+    cdef inline void _push_lane(self, int64_t q, int64_t t, int64_t ident, int64_t kind) noexcept nogil:
+        """As _push (same insertion number), into lane q if that keeps the lane in time order."""
+        cdef Lane* ln = &self.lanes[q]
+        cdef HeapEntry e
+        if ln.size > 0 and lane_tail(ln).time > t:
+            heap_push(&self.heap, t, ident * 8 + kind)
+            return
+        e.time = t
+        e.seq = self.heap.next_seq
+        e.payload = ident * 8 + kind
+        if lane_push(ln, e) != 0:  # out of memory: the heap keeps the order as well
+            heap_push(&self.heap, t, ident * 8 + kind)
+            return
+        self.heap.next_seq += 1
+
+    cdef inline bint _pop_next(self, int64_t t_end, int64_t* t, int64_t* payload) noexcept nogil:
+        """Take the earliest event (heap top or a lane head) if it is before t_end."""
+        cdef HeapEntry* best = NULL
+        cdef HeapEntry* e
+        cdef int64_t q, bq = -1
+        cdef Lane* ln
+        if self.heap.size > 0:
+            best = &self.heap.data[0]
+        for q in range(self.n_lanes):
+            ln = &self.lanes[q]
+            if ln.size > 0:
+                e = &ln.data[ln.head]
+                if best == NULL or heap_before(e, best):
+                    best = e
+                    bq = q
+        if best == NULL or best.time >= t_end:
+            return False
+        if bq < 0:
+            return heap_pop(&self.heap, t, payload)
+        t[0] = best.time
+        payload[0] = best.payload
+        ln = &self.lanes[bq]
+        ln.head += 1
+        if ln.head == ln.cap:
+            ln.head = 0
+        ln.size -= 1
+        return True
+
     cdef inline uint64_t _rand(self, uint64_t n) noexcept nogil:
+        # uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)
         self.rng = xorshift(self.rng)
-        return (self.rng * <uint64_t> 0x2545F4914F6CDD1D) % n
+        return <uint64_t> ((<uint128_t> (self.rng * <uint64_t> 0x2545F4914F6CDD1D) * n) >> 64)
 
     cdef inline void _trace(self, int64_t r, int64_t t, int64_t code, int64_t nd) noexcept nogil:
         if r == self.trace_id and self.ntrace < TRACE_ROWS:
@@ -279,9 +386,13 @@ cdef class Core:
             i = self.pool_nodes[lo + k]
             if self._avail(s, i, cp) > 0:
                 return i
-        for j in range(lim):
+        k = last
+        for j in range(lim):  # k = (last + j) % n without a division
             self.cnt[K_EXAMINED] += 1
-            i = self.pool_nodes[lo + (last + j) % n]
+            i = self.pool_nodes[lo + k]
+            k += 1
+            if k == n:
+                k = 0
             if self._avail(s, i, cp) > 0:
                 return i
         return -1
@@ -359,7 +470,10 @@ cdef class Core:
 
     # -- events --------------------------------------------------------------------
     cdef void _pend_push(self, int64_t r) noexcept nogil:
-        self.pend[(self.pend_head + self.pend_len) % self.pend_cap] = r
+        cdef int64_t k = self.pend_head + self.pend_len
+        if k >= self.pend_cap:
+            k -= self.pend_cap
+        self.pend[k] = r
         self.pend_len += 1
 
     cdef void _round(self, int64_t t) noexcept nogil:
@@ -375,7 +489,9 @@ cdef class Core:
         while self.pend_len > 0:
             self.batch[nb] = self.pend[self.pend_head]
             nb += 1
-            self.pend_head = (self.pend_head + 1) % self.pend_cap
+            self.pend_head += 1
+            if self.pend_head == self.pend_cap:
+                self.pend_head = 0
             self.pend_len -= 1
         while self.next_arr < self.n_req and self.arr[self.next_arr] <= t:
             self.batch[nb] = self.next_arr
@@ -412,7 +528,7 @@ cdef class Core:
             self.expiry[r] = done + self.lease_ns
             self.comp[r, C_RTT] += self.rtt_half_ns
             self._trace(r, done, TR_PLACED, i)
-            self._push(done + self.rtt_half_ns, r, EV_LEASE)
+            self._push_lane(s, done + self.rtt_half_ns, r, EV_LEASE)
         mx = self.work[0]
         for s in range(1, self.n_sched):
             if self.work[s] > mx:
@@ -543,7 +659,7 @@ cdef class Core:
 
     cdef inline void _refuse(self, int64_t r, int64_t tv, int64_t i) noexcept nogil:
         self._trace(r, tv, TR_REFUSED, i)
-        self._push(tv + self.rtt_half_ns, r, EV_RETRY)
+        self._push_lane(self.n_sched, tv + self.rtt_half_ns, r, EV_RETRY)
 
     cdef void _release(self, int64_t i, int64_t borrowed, int64_t t) noexcept nogil:
         cdef int64_t r, t0
@@ -659,8 +775,7 @@ cdef class Core:
 
     cdef int64_t _advance(self, int64_t t_end) noexcept nogil:
         cdef int64_t handled = 0, t, payload, kind, ident
-        while heap_peek(&self.heap, &t, &payload) and t < t_end:
-            heap_pop(&self.heap, &t, &payload)
+        while self._pop_next(t_end, &t, &payload):
             self.now = t
             kind = payload & 7
             ident = payload >> 3

@@ -125,8 +125,9 @@ class Core:
         self.seq += 1
 
     def _rand(self, n):
+        """Uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)."""
         self.rng = xorshift(self.rng)
-        return scramble(self.rng) % n
+        return (scramble(self.rng) * n) >> 64
 
     def _trace(self, r, t, code, node):
         if r == self.trace_id and self.ntrace < TRACE_ROWS:
