@@ -1,7 +1,7 @@
 # The compiled request-path core: a line-by-line translation of core_ref.py (read that for
 # the model and the array layout). Same events, same heap order (time, then insertion),
 # same xorshift draws, so both backends give identical arrays.
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy
 
@@ -165,10 +165,13 @@ cdef class Core:
     # arrays
     cdef int64_t[::1] node_dev, node_type, node_ckpt_ns, run, qlen, train, hold, inflight
     cdef int64_t[::1] view_busy, view_train, view_time, view_ver, snap_busy, snap_train, lag, part, own, own_tick
-    cdef int64_t[::1] q_head, q_tail, arr, cls, status, start, finish, node, attempts, ready, expiry, q_next
-    cdef double[::1] noise, hnoise
+    # per request / per copy: as narrow as their ranges allow (model.build_region checks them)
+    cdef int64_t[::1] q_head, q_tail, arr, start, finish, ready, expiry, cstart
+    cdef int8_t[::1] cls, status, cstate, cborrow
+    cdef int32_t[::1] node, attempts, q_next, cnode
+    cdef float[::1] noise, hnoise
     cdef int64_t[:, ::1] comp, trace
-    cdef int64_t[::1] cstate, cnode, cstart, cborrow, pool_nodes, pool_off, cpool, cpool_off
+    cdef int64_t[::1] pool_nodes, pool_off, cpool, cpool_off
     cdef int64_t[::1] ring_key, ring_node, ring_off, hint_off, hint_nodes
     cdef int64_t[::1] shard_node, shard_dev, shard_start, shard_state, node_shard_off
     cdef int64_t[::1] service, cls_prio, cls_setup, type_nodes, type_off, cnt, busy_type, skip

@@ -215,13 +215,18 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
 
     arr = _arrivals(cfg, rate, rng)
     R = arr.size
-    cls = rng.choice(C, size=R, p=shares).astype(np.int64)
+    if R >= 2**31 - 1 or C > 127:  # the per-request arrays hold ids in int32, classes in int8
+        from magnum_lib.engine.errors import ParameterError
+        raise ParameterError("duration_s" if C <= 127 else "classes",
+                             f"gives {R} requests and {C} classes; at most 2^31 - 2 and 127")
+    cls = rng.choice(C, size=R, p=shares).astype(np.int8)
     if cfg.service == "exp":
         noise, hnoise = rng.exponential(1.0, R), rng.exponential(1.0, R)
     else:
         s2 = math.log1p(cfg.service_cv ** 2)
         noise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
         hnoise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
+    noise, hnoise = noise.astype(np.float32), hnoise.astype(np.float32)
 
     # Pools: per scheduler scope and class, node lists tried in order.
     S = cfg.schedulers
@@ -291,12 +296,13 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
         own=z(S * n), own_tick=np.full(S * n, -1, dtype=np.int64),
         q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
-        arr=np.rint(arr * NS_PER_S).astype(np.int64), cls=cls, noise=noise.astype(np.float64),
-        hnoise=hnoise.astype(np.float64),
-        status=z(R), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
-        node=np.full(R, -1, dtype=np.int64), attempts=z(R), comp=np.zeros((R, 6), dtype=np.int64),
-        ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int64),
-        cstate=z(2 * R), cnode=np.full(2 * R, -1, dtype=np.int64), cstart=z(2 * R), cborrow=z(2 * R),
+        # per request and per copy: the narrowest types their ranges allow (ids < 2^31,
+        # classes < 128, attempts <= 10^6; service multipliers in float32)
+        arr=np.rint(arr * NS_PER_S).astype(np.int64), cls=cls, noise=noise, hnoise=hnoise,
+        status=z(R, np.int8), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
+        node=np.full(R, -1, dtype=np.int32), attempts=z(R, np.int32), comp=np.zeros((R, 6), dtype=np.int64),
+        ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int32),
+        cstate=z(2 * R, np.int8), cnode=np.full(2 * R, -1, dtype=np.int32), cstart=z(2 * R), cborrow=z(2 * R, np.int8),
         pool_nodes=np.concatenate(pool_nodes).astype(np.int64), pool_off=np.array(pool_off, dtype=np.int64),
         cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
         ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),

@@ -36,7 +36,7 @@ def digest(run) -> dict:
     # requests started per (class, device type): weights of the power each type drew
     ran = started & (A["node"] >= 0)
     C, T = len(run.cfg.classes), len(run.type_keys)
-    class_type = np.bincount(cls[ran] * T + A["node_type"][A["node"][ran]], minlength=C * T).reshape(C, T)
+    class_type = np.bincount(cls[ran].astype(np.int64) * T + A["node_type"][A["node"][ran]], minlength=C * T).reshape(C, T)
     idx = np.flatnonzero(started)
     step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
     sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
