@@ -87,6 +87,26 @@ def type_order(cfg: SimConfig, times, energy, c: int) -> list:
     return sorted(el, key=lambda t: (times[c, t] > sla, energy[c, t], t))
 
 
+def _load_times(cfg: SimConfig, times, node_type, free_dev) -> np.ndarray:
+    """Mean service seconds per class where the cost model sends it: its SLA-meeting types
+    present (all its eligible types if none meets the SLA), in proportion to their devices
+    not held by training. ``load`` is offered work at these times over those devices, the
+    same for every preset (one workload). Each class's fastest type alone would understate
+    it: that type rarely holds enough devices for the whole class."""
+    T = times.shape[1]
+    cap = np.bincount(node_type, weights=free_dev, minlength=T)
+    if cap.sum() <= 0:  # training holds everything: weigh by presence
+        cap = np.bincount(node_type, minlength=T).astype(np.float64)
+    out = np.empty(times.shape[0])
+    for c, rc in enumerate(cfg.classes):
+        el = [t for t in range(T) if np.isfinite(times[c, t]) and cap[t] > 0]
+        el = el or [t for t in range(T) if np.isfinite(times[c, t]) and (node_type == t).any()]
+        use = [t for t in el if times[c, t] <= rc.sla_s] or el
+        w = cap[use] if cap[use].sum() > 0 else np.ones(len(use))
+        out[c] = float(w @ times[c, use] / w.sum())
+    return out
+
+
 def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
     """Arrival times (s): MMPP bursts, thinned by the diurnal curve, plus a load spike."""
     from magnum_lib.workload import bursty_arrivals, bursty_mean_rate, diurnal_rate
@@ -208,10 +228,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     train = np.bincount(sh_node, weights=sh_dev, minlength=n).astype(np.int64)
     inf_dev = int(node_dev.sum() - train.sum())
     shares = np.array([c.share for c in cfg.classes])
-    # Load: offered work on each request's fastest eligible type present, over the free devices.
-    present = np.isin(np.arange(T), node_type)
-    ref_time = np.array([times[c][present].min() for c in range(C)])
-    rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ ref_time)
+    rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ _load_times(cfg, times, node_type, node_dev - train))
 
     arr = _arrivals(cfg, rate, rng)
     R = arr.size
