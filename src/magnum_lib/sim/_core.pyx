@@ -2,7 +2,7 @@
 # the model and the array layout). Same events, same heap order (time, then insertion),
 # same xorshift draws, so both backends give identical arrays.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
-from libc.stdlib cimport malloc, free, realloc
+from libc.stdlib cimport malloc, calloc, free, realloc
 from libc.string cimport memcpy
 
 import numpy as np
@@ -136,6 +136,55 @@ cdef inline HeapEntry* lane_tail(Lane* q) noexcept nogil:
     return &q.data[k]
 
 
+# The calendar: every other event a little ahead (finishes, hedges, rounds, gossip) is
+# appended to the bucket of its time (CAL_W ns wide, CAL_N buckets ahead); a bucket is
+# sorted by (time, insertion) when the loop reaches it and then read in order. An event
+# for the bucket being read, or beyond the calendar, goes to the heap, which stays small;
+# the loop merges heap, calendar and lanes by (time, insertion): the reference's order.
+DEF CAL_SHIFT = 20          # bucket width 2^20 ns ~ 1.05 ms
+DEF CAL_N = 1024            # buckets ahead ~ 1.07 s
+DEF CAL_MASK = CAL_N - 1
+
+
+cdef inline void sort_entries(HeapEntry* a, intp_t n) noexcept nogil:
+    """Sort by (time, insertion): quicksort, insertion sort below 16 entries."""
+    cdef intp_t i, j, lo = 0, hi = n - 1, m
+    cdef HeapEntry x, pv
+    while hi - lo >= 16:
+        m = lo + (hi - lo) // 2  # median of three as the pivot
+        if heap_before(&a[m], &a[lo]):
+            x = a[m]; a[m] = a[lo]; a[lo] = x
+        if heap_before(&a[hi], &a[lo]):
+            x = a[hi]; a[hi] = a[lo]; a[lo] = x
+        if heap_before(&a[hi], &a[m]):
+            x = a[hi]; a[hi] = a[m]; a[m] = x
+        pv = a[m]
+        i = lo
+        j = hi
+        while i <= j:
+            while heap_before(&a[i], &pv):
+                i += 1
+            while heap_before(&pv, &a[j]):
+                j -= 1
+            if i <= j:
+                x = a[i]; a[i] = a[j]; a[j] = x
+                i += 1
+                j -= 1
+        if j - lo < hi - i:  # recurse into the smaller side, loop on the larger
+            sort_entries(a + lo, j - lo + 1)
+            lo = i
+        else:
+            sort_entries(a + i, hi - i + 1)
+            hi = j
+    for i in range(lo + 1, hi + 1):
+        x = a[i]
+        j = i - 1
+        while j >= lo and heap_before(&x, &a[j]):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
 cdef inline uint64_t xorshift(uint64_t x) noexcept nogil:
     x ^= x >> 12
     x ^= x << 25
@@ -155,6 +204,8 @@ cdef class Core:
     cdef uint64_t rng
     cdef Heap heap
     cdef Lane* lanes          # n_sched lease lanes, then the refusal lane
+    cdef Lane* cal            # CAL_N buckets (head unused: read position is cal_pos)
+    cdef int64_t cal_cur, cal_pos, cal_count
     cdef int64_t n_lanes
     cdef int64_t now, next_arr, next_round, busy_until, tick, ntrace
     cdef bint in_round
@@ -179,6 +230,7 @@ cdef class Core:
     def __cinit__(self):
         self.heap.data = NULL
         self.lanes = NULL
+        self.cal = NULL
         self.n_lanes = 0
         self.pend = NULL
         self.batch = NULL
@@ -191,6 +243,10 @@ cdef class Core:
             for q in range(self.n_lanes):
                 free(self.lanes[q].data)
             free(self.lanes)
+        if self.cal != NULL:
+            for q in range(CAL_N):
+                free(self.cal[q].data)
+            free(self.cal)
         free(self.pend)
         free(self.batch)
         free(self.work)
@@ -257,6 +313,12 @@ cdef class Core:
             self.lanes[q].head = 0
             self.lanes[q].size = 0
             self.lanes[q].cap = 256
+        self.cal = <Lane*> calloc(CAL_N, sizeof(Lane))
+        if self.cal == NULL:
+            raise MemoryError()
+        self.cal_cur = 0
+        self.cal_pos = 0
+        self.cal_count = 0
         self.pend_head = 0
         self.pend_len = 0
         self.now = 0
@@ -273,7 +335,45 @@ cdef class Core:
 
     # -- plumbing ------------------------------------------------------------------
     cdef inline void _push(self, int64_t t, int64_t ident, int64_t kind) noexcept nogil:
-        heap_push(&self.heap, t, ident * 8 + kind)
+        cdef int64_t b = t >> CAL_SHIFT
+        cdef Lane* bk
+        cdef HeapEntry* bigger
+        cdef intp_t cap
+        if b <= self.cal_cur or b - self.cal_cur >= CAL_N:
+            heap_push(&self.heap, t, ident * 8 + kind)
+            return
+        bk = &self.cal[b & CAL_MASK]
+        if bk.size == bk.cap:
+            cap = 64 if bk.cap == 0 else 2 * bk.cap
+            bigger = <HeapEntry*> realloc(bk.data, cap * sizeof(HeapEntry))
+            if bigger == NULL:  # out of memory: the heap keeps the order as well
+                heap_push(&self.heap, t, ident * 8 + kind)
+                return
+            bk.data = bigger
+            bk.cap = cap
+        bk.data[bk.size].time = t
+        bk.data[bk.size].seq = self.heap.next_seq
+        bk.data[bk.size].payload = ident * 8 + kind
+        bk.size += 1
+        self.heap.next_seq += 1
+        self.cal_count += 1
+
+    cdef inline HeapEntry* _cal_head(self) noexcept nogil:
+        """The calendar's earliest event (NULL: none); moves on to the next filled bucket."""
+        cdef Lane* bk = &self.cal[self.cal_cur & CAL_MASK]
+        if self.cal_pos < bk.size:
+            return &bk.data[self.cal_pos]
+        if self.cal_count == 0:
+            return NULL
+        bk.size = 0
+        self.cal_pos = 0
+        while True:
+            self.cal_cur += 1
+            bk = &self.cal[self.cal_cur & CAL_MASK]
+            if bk.size > 0:
+                break
+        sort_entries(bk.data, bk.size)
+        return &bk.data[0]
 
     cdef inline void _push_lane(self, int64_t q, int64_t t, int64_t ident, int64_t kind) noexcept nogil:
         """As _push (same insertion number), into lane q if that keeps the lane in time order."""
@@ -298,6 +398,10 @@ cdef class Core:
         cdef Lane* ln
         if self.heap.size > 0:
             best = &self.heap.data[0]
+        e = self._cal_head()
+        if e != NULL and (best == NULL or heap_before(e, best)):
+            best = e
+            bq = -2
         for q in range(self.n_lanes):
             ln = &self.lanes[q]
             if ln.size > 0:
@@ -307,10 +411,14 @@ cdef class Core:
                     bq = q
         if best == NULL or best.time >= t_end:
             return False
-        if bq < 0:
+        if bq == -1:
             return heap_pop(&self.heap, t, payload)
         t[0] = best.time
         payload[0] = best.payload
+        if bq == -2:
+            self.cal_pos += 1
+            self.cal_count -= 1
+            return True
         ln = &self.lanes[bq]
         ln.head += 1
         if ln.head == ln.cap:
