@@ -116,7 +116,7 @@ def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
     base = rate * (1 + amp) / m
     seed = int(rng.integers(2**63))
     t = bursty_arrivals(base, base * cfg.burst_factor, cfg.base_mean_s, cfg.burst_mean_s,
-                        horizon=cfg.duration_s, start="stationary", seed=seed)
+                        horizon=cfg.duration_s, start="stationary", seed=seed, method="spacings")
     if amp > 0:
         keep = rng.random(t.size) * (1 + amp) < diurnal_rate(t, 1.0, amp, cfg.diurnal_period_s)
         t = t[keep]

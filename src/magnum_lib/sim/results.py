@@ -46,7 +46,7 @@ def digest(run) -> dict:
         "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
         "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
         "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
-        "comp_sum": started.astype(np.int64) @ A["comp"], "comp_n": len(idx), "comp_sample": sample,
+        "comp_sum": A["comp"].sum(axis=0) - A["comp"][~started].sum(axis=0), "comp_n": len(idx), "comp_sample": sample,
         "n": len(status), "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
         "in_flight": int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum()), "started": int(started.sum()),
         "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),
