@@ -237,13 +237,14 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         raise ParameterError("duration_s" if C <= 127 else "classes",
                              f"gives {R} requests and {C} classes; at most 2^31 - 2 and 127")
     cls = rng.choice(C, size=R, p=shares).astype(np.int8)
+    # service multipliers (mean 1), drawn in float32 as they are stored
     if cfg.service == "exp":
-        noise, hnoise = rng.exponential(1.0, R), rng.exponential(1.0, R)
+        noise = rng.standard_exponential(R, dtype=np.float32)
+        hnoise = rng.standard_exponential(R, dtype=np.float32)
     else:
         s2 = math.log1p(cfg.service_cv ** 2)
-        noise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
-        hnoise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
-    noise, hnoise = noise.astype(np.float32), hnoise.astype(np.float32)
+        noise, hnoise = (np.exp(rng.standard_normal(R, dtype=np.float32) * np.float32(math.sqrt(s2))
+                                - np.float32(s2 / 2)) for _ in range(2))
 
     # Pools: per scheduler scope and class, node lists tried in order.
     S = cfg.schedulers
