@@ -49,6 +49,13 @@ def _ns(seconds: float) -> int:
     return int(round(seconds * NS_PER_S))
 
 
+def _to_ns(seconds: np.ndarray) -> np.ndarray:
+    """Seconds (float64, overwritten) to int64 ns, rounded to nearest, in place."""
+    seconds *= NS_PER_S
+    np.rint(seconds, out=seconds)
+    return seconds.astype(np.int64)
+
+
 def class_costs(cfg: SimConfig, type_keys):
     """Service seconds and energy joules per (class, type); inf where not eligible."""
     t = np.full((len(cfg.classes), len(type_keys)), np.inf)
@@ -117,8 +124,11 @@ def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
     seed = int(rng.integers(2**63))
     t = bursty_arrivals(base, base * cfg.burst_factor, cfg.base_mean_s, cfg.burst_mean_s,
                         horizon=cfg.duration_s, start="stationary", seed=seed, method="spacings")
-    if amp > 0:
-        keep = rng.random(t.size) * (1 + amp) < diurnal_rate(t, 1.0, amp, cfg.diurnal_period_s)
+    if amp > 0:  # thinning, block by block: the temporaries stay small (and reused)
+        keep = np.empty(t.size, dtype=bool)
+        for lo in range(0, t.size, 1 << 20):
+            seg = t[lo:lo + (1 << 20)]
+            keep[lo:lo + seg.size] = rng.random(seg.size) * (1 + amp) < diurnal_rate(seg, 1.0, amp, cfg.diurnal_period_s)
         t = t[keep]
     if cfg.spike_at_s >= 0 and cfg.spike_s > 0 and cfg.spike_factor > 1:
         lo, hi = cfg.spike_at_s, min(cfg.spike_at_s + cfg.spike_s, cfg.duration_s)
@@ -316,7 +326,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
         # per request and per copy: the narrowest types their ranges allow (ids < 2^31,
         # classes < 128, attempts <= 10^6; service multipliers in float32)
-        arr=np.rint(arr * NS_PER_S).astype(np.int64), cls=cls, noise=noise, hnoise=hnoise,
+        arr=_to_ns(arr), cls=cls, noise=noise, hnoise=hnoise,
         status=z(R, np.int8), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
         node=np.full(R, -1, dtype=np.int32), attempts=z(R, np.int32), comp=np.zeros((R, 6), dtype=np.int64),
         ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int32),

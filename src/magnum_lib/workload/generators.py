@@ -199,16 +199,20 @@ def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon
         # n sorted uniforms on [0, 1) are S_1/S_{n+1} .. S_n/S_{n+1}, S_k partial sums of
         # n + 1 exponentials: one cumulative sum over all segments, each normalized.
         m = counts + 1
-        c = np.cumsum(rng.standard_exponential(int(m.sum())))
+        c = rng.standard_exponential(int(m.sum()))
+        np.cumsum(c, out=c)
         last = np.cumsum(m) - 1
         base = np.concatenate(([0.0], c[last[:-1]]))
         scale = lengths / (c[last] - base)
-        keep = np.ones(c.size, dtype=bool)
-        keep[last] = False
-        c -= np.repeat(base, m)  # in place: a few passes over the arrivals, no sort
-        c *= np.repeat(scale, m)
-        c += np.repeat(starts, m)
-        times = c[keep]
+        times = np.empty(int(counts.sum()))
+        o = 0
+        for k in range(nseg):  # in place, segment by segment: no sort, no temporaries
+            a, n = int(last[k] - counts[k]), int(counts[k])
+            seg = times[o:o + n]
+            np.subtract(c[a:a + n], base[k], out=seg)
+            seg *= scale[k]
+            seg += starts[k]
+            o += n
         np.maximum.accumulate(times, out=times)  # rounding at segment ends: stay sorted
     else:
         times = np.sort(np.repeat(starts, counts) + rng.random(counts.sum()) * np.repeat(lengths, counts))
