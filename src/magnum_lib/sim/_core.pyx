@@ -488,25 +488,30 @@ cdef class Core:
 
     # -- placement -----------------------------------------------------------------
     cdef int64_t _pick_random(self, int64_t s, int64_t lo, int64_t n, bint cp, int64_t* t_left) noexcept nogil:
-        cdef int64_t last = 0, k, i, j, lim = n if n < self.scan_limit else self.scan_limit
+        cdef int64_t last = 0, k, i, j, lim = n if n < self.scan_limit else self.scan_limit, ex = 0
+        cdef int64_t found = -1
         while t_left[0] > 0:
             t_left[0] -= 1
             k = <int64_t> self._rand(n)
             last = k
-            self.cnt[K_EXAMINED] += 1
+            ex += 1
             i = self.pool_nodes[lo + k]
             if self._avail(s, i, cp) > 0:
-                return i
-        k = last
-        for j in range(lim):  # k = (last + j) % n without a division
-            self.cnt[K_EXAMINED] += 1
-            i = self.pool_nodes[lo + k]
-            k += 1
-            if k == n:
-                k = 0
-            if self._avail(s, i, cp) > 0:
-                return i
-        return -1
+                found = i
+                break
+        if found < 0:
+            k = last
+            for j in range(lim):  # k = (last + j) % n without a division
+                ex += 1
+                i = self.pool_nodes[lo + k]
+                k += 1
+                if k == n:
+                    k = 0
+                if self._avail(s, i, cp) > 0:
+                    found = i
+                    break
+        self.cnt[K_EXAMINED] += ex  # counted locally: one store per pick
+        return found
 
     cdef int64_t _place_pool(self, int64_t s, int64_t r, int64_t pool, bint cp) noexcept nogil:
         cdef int64_t lo = self.pool_off[pool], hi = self.pool_off[pool + 1], n, pol, best, best_av, k, i, av
