@@ -36,7 +36,11 @@ def digest(run) -> dict:
     # requests started per (class, device type): weights of the power each type drew
     ran = started & (A["node"] >= 0)
     C, T = len(run.cfg.classes), len(run.type_keys)
-    class_type = np.bincount(cls[ran].astype(np.int64) * T + A["node_type"][A["node"][ran]], minlength=C * T).reshape(C, T)
+    # per (node, class), then folded by node type: ~10x faster than one key per request
+    per_node = np.bincount(A["node"][ran].astype(np.int64) * C + cls[ran], minlength=len(A["node_dev"]) * C)
+    class_type = np.zeros((T, C), dtype=np.int64)
+    np.add.at(class_type, A["node_type"], per_node.reshape(-1, C))
+    class_type = np.ascontiguousarray(class_type.T)
     idx = np.flatnonzero(started)
     step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
     sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
