@@ -32,6 +32,18 @@ def test_backends_agree_exactly(preset):
 
 
 @needs_compiled
+def test_backends_agree_over_seconds_with_events_far_ahead():
+    """Over 2.5 s the compiled core's event calendar (~1 ms buckets, ~1.07 s ahead) wraps
+    twice, and a wide service spread puts finishes beyond it (they go to its heap): the
+    order of events, and so every array, stays the reference's."""
+    cfg = make_config("magnum_v2", duration_s=2.5, load=0.3, seed=9, service_cv=4.0, burst_factor=3.0, hedge_factor=0.0)
+    a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
+    assert (a.A["finish"] - a.A["start"]).max() > 1.2e9  # some finish beyond the calendar
+    for name in a.A:
+        assert np.array_equal(a.A[name], b.A[name]), name
+
+
+@needs_compiled
 @pytest.mark.parametrize("knobs", [
     dict(partition_start_s=0.02, partition_s=0.03, partition_fraction=0.5),
     dict(policy="hash", ring_vnodes=4, node_queue=3, view="fresh"),
@@ -47,8 +59,10 @@ def test_backends_agree_on_every_mechanism(knobs):
 
 
 def test_planner_hints_steer_placements():
-    """With policy "hints" the planner's chosen nodes (replanned every 10 ms) get far more than
-    their share of the placements; the hints are nodes of each class's cost-model type."""
+    """With policy "hints" the planner's chosen nodes (replanned every 10 ms) get several times
+    their share of the placements; the hints are nodes of each class's cost-model type.
+    (A hinted node that a lease reply shows full is not tried again until gossip or the
+    digest says it has room, so the hints do not take every placement.)"""
     cfg = make_config("magnum_v2", "region", duration_s=0.05, seed=1, load=0.3, policy="hints",
                       planner_interval_s=0.01, hint_jobs=8, digest_interval_s=0.01)
     run = run_region(build_region(cfg))
@@ -59,7 +73,7 @@ def test_planner_hints_steer_placements():
         h = hints[c][hints[c] >= 0]
         assert len(h) and (A["node_type"][h] == run.hint_types[c]).all()
     on_hint = np.array([A["node"][r] in set(hints[A["cls"][r]]) for r in np.flatnonzero(placed)[-2000:]])
-    assert on_hint.mean() > 20 * 8 / len(A["node_dev"])
+    assert on_hint.mean() > 5 * 8 / len(A["node_dev"])  # 8 / 1,000: uniform over the smallest type
 
 
 def test_same_seed_same_result_other_seed_differs():

@@ -20,10 +20,18 @@ def test_each_preset_is_documented_against_the_article():
 
 def test_latency_falls_step_by_step(rows):
     p95 = [rows[p]["p95_ms"] for p in EVOLUTION]
-    assert all(a >= b for a, b in zip(p95, p95[1:])), p95
+    # borg -> cheetah -> the regional schedulers: decision latency falls step by step. At
+    # this load magnum_v1 and magnum_v2 both sit on the 3.7 ms round period (C25) at p95:
+    # with gossip entries versioned (a stale snapshot no longer undoes a lease reply), v1's
+    # decision latency is no longer inflated by refusals; v2's step is in SLA attainment
+    # (cost model, pre-reserved graphs, micro-preemption, hedging), below.
+    assert all(a >= b for a, b in zip(p95[:3], p95[1:4])), p95
+    assert p95[2] > max(p95[3:]), p95
     assert p95[0] > 100 * p95[-1]
-    # v2 lands on the article's 3.7 ms at p95 (the round period of C25 bounds it)
-    assert 2.5 < rows["magnum_v2"]["p95_ms"] < 5.0
+    for p in ("magnum_v1", "magnum_v2"):
+        assert 2.5 < rows[p]["p95_ms"] < 5.0, (p, rows[p]["p95_ms"])
+    v1, v2 = rows["magnum_v1"]["sla_attainment"], rows["magnum_v2"]["sla_attainment"]
+    assert all(v2[c] > v1[c] for c in v1), (v1, v2)
 
 
 def test_borg_like_is_saturated_by_its_scan(rows):

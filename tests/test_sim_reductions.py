@@ -57,7 +57,9 @@ def test_one_node_group_zero_rtt_fresh_view_is_mmc(c, load):
 @pytest.mark.parametrize("policy, d", [("random", 1), ("two-choices", 2)])
 def test_random_and_two_choices_give_the_supermarket_model(policy, d):
     n, load = 400, 0.9
-    cfg = _plain(nodes_per_cell=n, devices_per_node=1, rate=load * n * 1000.0, duration_s=max(0.4, 1.5 * SCALE),
+    # at least 0.8 s: M/M/1 at 0.9 relaxes from empty in ~1/(mu (1 - sqrt(rho))^2) ~ 0.4 s,
+    # and a shorter run's mean is biased low by more than its standard error
+    cfg = _plain(nodes_per_cell=n, devices_per_node=1, rate=load * n * 1000.0, duration_s=max(0.8, 1.5 * SCALE),
                  view="fresh", node_queue=10**6, policy=policy, seed=11)
     run = run_region(build_region(cfg))
     _, tis = _waits(run, warmup=0.3)

@@ -55,7 +55,9 @@ def test_rtt_knob_is_half_rtt_per_lease_trip():
 
 
 def test_a_retried_request_pays_a_round():
-    rid, res = system_model.find_retried_request(range(0, 1500, 50), preset="magnum_v2", duration_s=0.3, seed=0)
+    # at load 1.0 (8% of leases refused on the classroom; at 0.8 it is 0.35%, too few to trace)
+    rid, res = system_model.find_retried_request(range(0, 1500, 50), preset="magnum_v2", duration_s=0.3, seed=0,
+                                                 load=1.0)
     layers = [s.layer for s in system_model.journey(res)]
     assert "node validator: refuses" in layers and system_model.decision_ms(res) > 3.7 - 0.5
     assert res["trace"]["request"] == rid

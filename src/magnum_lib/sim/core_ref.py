@@ -26,6 +26,8 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   running), ``qlen`` (queued at the node), ``train`` (devices running training),
   ``hold`` (devices held while an evicted shard checkpoints), ``inflight`` (leases sent,
   not yet at the node; the "fresh" view counts them); view ``view_busy``, ``view_train``,
+  ``view_ver`` (when the node's state in the view was taken: gossip keeps the newer of its
+  snapshot and a lease reply's, as versioned gossip entries do), ``view_time`` (age stamp),
   ring of gossip snapshots ``snap_busy``/``snap_train`` (``M`` per node), ``lag`` ticks.
   ``free = node_dev - run - train - hold >= 0`` always.
 * per request ``r`` (sorted by arrival): ``arr``, ``cls``, ``noise`` (service multiplier),
@@ -135,8 +137,9 @@ class Core:
         self.seq += 1
 
     def _rand(self, n):
+        """Uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)."""
         self.rng = xorshift(self.rng)
-        return scramble(self.rng) % n
+        return (scramble(self.rng) * n) >> 64
 
     def _trace(self, r, t, code, node):
         if r == self.trace_id and self.ntrace < TRACE_ROWS:
@@ -386,6 +389,7 @@ class Core:
             A["view_busy"][i] = self._busy(i)
             A["view_train"][i] = A["train"][i]
             A["view_time"][i] = ta
+            A["view_ver"][i] = ta
 
     def _lease_decide(self, r, ta):
         A = self.A
@@ -550,10 +554,14 @@ class Core:
             if in_part and A["part"][i]:
                 continue  # cut off: the scheduler's entry for i stays as it was
             lag = min(int(A["lag"][i]), k, m - 1)
+            ts = t - lag * self.gossip_ns  # when the gossiped state was taken at the node
+            if ts < A["view_ver"][i]:
+                continue  # older than the entry the scheduler holds (a lease reply): keep the newer
             src = ((k - lag) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
             A["view_busy"][i] = A["snap_busy"][src]
             A["view_train"][i] = A["snap_train"][src]
-            A["view_time"][i] = t - lag * self.gossip_ns
+            A["view_time"][i] = ts
+            A["view_ver"][i] = ts
         self.tick = k
         A["cnt"][K_GOSSIP] += 1
         self._push(t + self.gossip_ns, 0, EV_GOSSIP)

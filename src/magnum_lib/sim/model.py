@@ -49,6 +49,13 @@ def _ns(seconds: float) -> int:
     return int(round(seconds * NS_PER_S))
 
 
+def _to_ns(seconds: np.ndarray) -> np.ndarray:
+    """Seconds (float64, overwritten) to int64 ns, rounded to nearest, in place."""
+    seconds *= NS_PER_S
+    np.rint(seconds, out=seconds)
+    return seconds.astype(np.int64)
+
+
 def class_costs(cfg: SimConfig, type_keys):
     """Service seconds and energy joules per (class, type); inf where not eligible."""
     t = np.full((len(cfg.classes), len(type_keys)), np.inf)
@@ -87,6 +94,26 @@ def type_order(cfg: SimConfig, times, energy, c: int) -> list:
     return sorted(el, key=lambda t: (times[c, t] > sla, energy[c, t], t))
 
 
+def _load_times(cfg: SimConfig, times, node_type, free_dev) -> np.ndarray:
+    """Mean service seconds per class where the cost model sends it: its SLA-meeting types
+    present (all its eligible types if none meets the SLA), in proportion to their devices
+    not held by training. ``load`` is offered work at these times over those devices, the
+    same for every preset (one workload). Each class's fastest type alone would understate
+    it: that type rarely holds enough devices for the whole class."""
+    T = times.shape[1]
+    cap = np.bincount(node_type, weights=free_dev, minlength=T)
+    if cap.sum() <= 0:  # training holds everything: weigh by presence
+        cap = np.bincount(node_type, minlength=T).astype(np.float64)
+    out = np.empty(times.shape[0])
+    for c, rc in enumerate(cfg.classes):
+        el = [t for t in range(T) if np.isfinite(times[c, t]) and cap[t] > 0]
+        el = el or [t for t in range(T) if np.isfinite(times[c, t]) and (node_type == t).any()]
+        use = [t for t in el if times[c, t] <= rc.sla_s] or el
+        w = cap[use] if cap[use].sum() > 0 else np.ones(len(use))
+        out[c] = float(w @ times[c, use] / w.sum())
+    return out
+
+
 def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
     """Arrival times (s): MMPP bursts, thinned by the diurnal curve, plus a load spike."""
     from magnum_lib.workload import bursty_arrivals, bursty_mean_rate, diurnal_rate
@@ -96,9 +123,12 @@ def _arrivals(cfg: SimConfig, rate: float, rng) -> np.ndarray:
     base = rate * (1 + amp) / m
     seed = int(rng.integers(2**63))
     t = bursty_arrivals(base, base * cfg.burst_factor, cfg.base_mean_s, cfg.burst_mean_s,
-                        horizon=cfg.duration_s, start="stationary", seed=seed)
-    if amp > 0:
-        keep = rng.random(t.size) * (1 + amp) < diurnal_rate(t, 1.0, amp, cfg.diurnal_period_s)
+                        horizon=cfg.duration_s, start="stationary", seed=seed, method="spacings")
+    if amp > 0:  # thinning, block by block: the temporaries stay small (and reused)
+        keep = np.empty(t.size, dtype=bool)
+        for lo in range(0, t.size, 1 << 20):
+            seg = t[lo:lo + (1 << 20)]
+            keep[lo:lo + seg.size] = rng.random(seg.size) * (1 + amp) < diurnal_rate(seg, 1.0, amp, cfg.diurnal_period_s)
         t = t[keep]
     if cfg.spike_at_s >= 0 and cfg.spike_s > 0 and cfg.spike_factor > 1:
         lo, hi = cfg.spike_at_s, min(cfg.spike_at_s + cfg.spike_s, cfg.duration_s)
@@ -208,20 +238,23 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     train = np.bincount(sh_node, weights=sh_dev, minlength=n).astype(np.int64)
     inf_dev = int(node_dev.sum() - train.sum())
     shares = np.array([c.share for c in cfg.classes])
-    # Load: offered work on each request's fastest eligible type present, over the free devices.
-    present = np.isin(np.arange(T), node_type)
-    ref_time = np.array([times[c][present].min() for c in range(C)])
-    rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ ref_time)
+    rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ _load_times(cfg, times, node_type, node_dev - train))
 
     arr = _arrivals(cfg, rate, rng)
     R = arr.size
-    cls = rng.choice(C, size=R, p=shares).astype(np.int64)
+    if R >= 2**31 - 1 or C > 127:  # the per-request arrays hold ids in int32, classes in int8
+        from magnum_lib.engine.errors import ParameterError
+        raise ParameterError("duration_s" if C <= 127 else "classes",
+                             f"gives {R} requests and {C} classes; at most 2^31 - 2 and 127")
+    cls = rng.choice(C, size=R, p=shares).astype(np.int8)
+    # service multipliers (mean 1), drawn in float32 as they are stored
     if cfg.service == "exp":
-        noise, hnoise = rng.exponential(1.0, R), rng.exponential(1.0, R)
+        noise = rng.standard_exponential(R, dtype=np.float32)
+        hnoise = rng.standard_exponential(R, dtype=np.float32)
     else:
         s2 = math.log1p(cfg.service_cv ** 2)
-        noise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
-        hnoise = rng.lognormal(-s2 / 2, math.sqrt(s2), R)
+        noise, hnoise = (np.exp(rng.standard_normal(R, dtype=np.float32) * np.float32(math.sqrt(s2))
+                                - np.float32(s2 / 2)) for _ in range(2))
 
     # Pools: per scheduler scope and class, node lists tried in order.
     S = cfg.schedulers
@@ -287,16 +320,17 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     A = dict(
         node_dev=node_dev, node_type=node_type, node_ckpt_ns=ckpt.astype(np.int64),
         run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
-        view_busy=z(n), view_train=train.copy(), view_time=z(n),
+        view_busy=z(n), view_train=train.copy(), view_time=z(n), view_ver=np.full(n, -1, dtype=np.int64),
         snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
         own=z(S * n), own_tick=np.full(S * n, -1, dtype=np.int64),
         q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
-        arr=np.rint(arr * NS_PER_S).astype(np.int64), cls=cls, noise=noise.astype(np.float64),
-        hnoise=hnoise.astype(np.float64),
-        status=z(R), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
-        node=np.full(R, -1, dtype=np.int64), attempts=z(R), comp=np.zeros((R, 6), dtype=np.int64),
-        ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int64),
-        cstate=z(2 * R), cnode=np.full(2 * R, -1, dtype=np.int64), cstart=z(2 * R), cborrow=z(2 * R),
+        # per request and per copy: the narrowest types their ranges allow (ids < 2^31,
+        # classes < 128, attempts <= 10^6; service multipliers in float32)
+        arr=_to_ns(arr), cls=cls, noise=noise, hnoise=hnoise,
+        status=z(R, np.int8), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
+        node=np.full(R, -1, dtype=np.int32), attempts=z(R, np.int32), comp=np.zeros((R, 6), dtype=np.int64),
+        ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int32),
+        cstate=z(2 * R, np.int8), cnode=np.full(2 * R, -1, dtype=np.int32), cstart=z(2 * R), cborrow=z(2 * R, np.int8),
         pool_nodes=np.concatenate(pool_nodes).astype(np.int64), pool_off=np.array(pool_off, dtype=np.int64),
         cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
         ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),

@@ -36,7 +36,11 @@ def digest(run) -> dict:
     # requests started per (class, device type): weights of the power each type drew
     ran = started & (A["node"] >= 0)
     C, T = len(run.cfg.classes), len(run.type_keys)
-    class_type = np.bincount(cls[ran] * T + A["node_type"][A["node"][ran]], minlength=C * T).reshape(C, T)
+    # per (node, class), then folded by node type: ~10x faster than one key per request
+    per_node = np.bincount(A["node"][ran].astype(np.int64) * C + cls[ran], minlength=len(A["node_dev"]) * C)
+    class_type = np.zeros((T, C), dtype=np.int64)
+    np.add.at(class_type, A["node_type"], per_node.reshape(-1, C))
+    class_type = np.ascontiguousarray(class_type.T)
     idx = np.flatnonzero(started)
     step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
     sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
@@ -46,7 +50,7 @@ def digest(run) -> dict:
         "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
         "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
         "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
-        "comp_sum": started.astype(np.int64) @ A["comp"], "comp_n": len(idx), "comp_sample": sample,
+        "comp_sum": A["comp"].sum(axis=0) - A["comp"][~started].sum(axis=0), "comp_n": len(idx), "comp_sample": sample,
         "n": len(status), "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
         "in_flight": int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum()), "started": int(started.sum()),
         "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),

@@ -126,7 +126,7 @@ def bursty_mean_rate(base_rate, burst_rate, mean_base_s, mean_burst_s) -> float:
 
 
 def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon,
-                    start="base", seed=None, unit="s", return_states=False):
+                    start="base", seed=None, unit="s", return_states=False, method="sort"):
     """Arrivals of a two-state Markov-modulated Poisson process (MMPP-2).
 
     The process alternates between a *base* state and a *burst* state; it stays in
@@ -151,6 +151,11 @@ def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon
         Also return the state switch times and states: ``(times, switch_s, state)``
         where segment ``i`` starts at ``switch_s[i]`` in state ``state[i]`` (0 base,
         1 burst).
+    method : {"sort", "spacings"}
+        How a segment's points are put in order: ``"sort"`` sorts uniform points;
+        ``"spacings"`` draws them in order as normalized partial sums of exponentials
+        (the order statistics of uniforms, no sort: several times faster for millions
+        of arrivals; the same process, other draws).
     """
     base_rate = real("base_rate", base_rate, nonneg=True)
     burst_rate = real("burst_rate", burst_rate, nonneg=True)
@@ -161,6 +166,8 @@ def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon
     horizon = real("horizon", horizon, positive=True)
     if start not in ("base", "burst", "stationary"):
         raise ValueError(f"start must be 'base', 'burst' or 'stationary', got {start!r}")
+    if method not in ("sort", "spacings"):
+        raise ValueError(f"method must be 'sort' or 'spacings', got {str(method)[:20]!r}")
     u = _unit(unit)
     rng = rng_from(seed)
 
@@ -188,7 +195,27 @@ def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon
     lengths = np.minimum(ends[:nseg], horizon) - starts
     state = (state0 + np.arange(nseg)) % 2
     counts = rng.poisson(rates[state] * lengths)
-    times = np.sort(np.repeat(starts, counts) + rng.random(counts.sum()) * np.repeat(lengths, counts))
+    if method == "spacings":
+        # n sorted uniforms on [0, 1) are S_1/S_{n+1} .. S_n/S_{n+1}, S_k partial sums of
+        # n + 1 exponentials: one cumulative sum over all segments, each normalized.
+        m = counts + 1
+        c = rng.standard_exponential(int(m.sum()))
+        np.cumsum(c, out=c)
+        last = np.cumsum(m) - 1
+        base = np.concatenate(([0.0], c[last[:-1]]))
+        scale = lengths / (c[last] - base)
+        times = np.empty(int(counts.sum()))
+        o = 0
+        for k in range(nseg):  # in place, segment by segment: no sort, no temporaries
+            a, n = int(last[k] - counts[k]), int(counts[k])
+            seg = times[o:o + n]
+            np.subtract(c[a:a + n], base[k], out=seg)
+            seg *= scale[k]
+            seg += starts[k]
+            o += n
+        np.maximum.accumulate(times, out=times)  # rounding at segment ends: stay sorted
+    else:
+        times = np.sort(np.repeat(starts, counts) + rng.random(counts.sum()) * np.repeat(lengths, counts))
     times = in_unit(times, u)
     if return_states:
         return times, in_unit(starts, u), state.astype(np.int8)
