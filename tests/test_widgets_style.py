@@ -185,6 +185,22 @@ def _build(name: str):
     return module, factory()
 
 
+def test_explorers_ignore_the_notebooks_rcparams():
+    """Notebooks call style.apply() (constrained layout for pyplot figures) before they build
+    an explorer: its figure must keep its fixed margins (no layout engine, no warning)."""
+    import warnings
+
+    import matplotlib as mpl
+
+    from magnum_lib.widgets._base import new_figure
+
+    with mpl.rc_context(style.RC), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = new_figure()
+        fig.subplots_adjust(left=0.2)
+        assert fig.get_layout_engine() is None
+
+
 def test_every_explorer_is_discovered():
     for name in ("queue_explorer", "packing_explorer", "system_explorer", "energy_explorer", "arena_explorer"):
         assert name in EXPLORERS

@@ -26,9 +26,11 @@ def new_figure(width_in: float = 7.0, height_in: float = 3.6) -> Figure:
     """A pyplot-free figure with an Agg canvas attached.
 
     Fixed margins instead of a layout engine: constrained layout re-measures every tick
-    label on every render, which doubles the cost of a slider change.
+    label on every render, which doubles the cost of a slider change. ``layout="none"``
+    because a notebook's :func:`style.apply` turns constrained layout on for pyplot figures,
+    and a bare ``Figure()`` would take that from the rcParams too.
     """
-    fig = Figure(figsize=(width_in, height_in), dpi=DPI)
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="none")
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)
     FigureCanvasAgg(fig)
     return fig
