@@ -43,6 +43,15 @@ def figure_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+def canvas_png(canvas) -> bytes:
+    """The Agg canvas' pixels as they are (no redraw) as PNG bytes, compressed fast."""
+    width, height = canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    image.save(buf, format="png", compress_level=1)
+    return buf.getvalue()
+
+
 class Explorer:
     """Base class: subclasses fill ``self.controls`` and implement the three hooks.
 
@@ -80,9 +89,15 @@ class Explorer:
         self.scenario = scenario
         self.draw(scenario)
         self.readout.value = self.readout_html(scenario)
-        self.image.value = figure_png(self.figure)
+        self.image.value = self._render()
         self.updates += 1
         return scenario
+
+    def _render(self) -> bytes:
+        """The figure as PNG bytes: a full redraw (subclasses may cache what does not change),
+        encoded fast (zlib level 1: ``savefig``'s default level costs ~30 ms a frame)."""
+        self.figure.canvas.draw()
+        return canvas_png(self.figure.canvas)
 
     def evaluate(self):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -131,11 +146,7 @@ class BlittedExplorer(Explorer):
         for artist in self._animated:
             if artist.get_visible():
                 self.figure.draw_artist(artist)
-        width, height = canvas.get_width_height(physical=True)
-        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buf = io.BytesIO()
-        image.save(buf, format="png", compress_level=1)
-        return buf.getvalue()
+        return canvas_png(canvas)
 
 
 def slider(kind, description: str, **kwargs):
