@@ -73,7 +73,8 @@ _ALIASES = {"power of two": "two-choices", "two_choices": "two-choices", "power-
             "fastest": "fastest_first", "lock": "pessimistic", "omega": "optimistic",
             "fifo": "fifo-strict", "fifo_strict": "fifo-strict", "fifo_skip": "fifo-skip", "tiresias": "las",
             "h100": "h100_sxm", "a100": "a100_sxm", "mtia": "mtia_v2", "run time": "time",
-            "round wait": "round_wait", "dispatch wait": "dispatch_wait", "dispatch": "dispatch_wait"}
+            "round wait": "round_wait", "dispatch wait": "dispatch_wait", "dispatch": "dispatch_wait",
+            "leases": "speculative", "locks": "pessimistic"}
 
 # Every colour the suite draws data with: the palette, the neutral grey, and white (edges, boxes).
 ALLOWED = frozenset(c.lower() for c in (*OKABE_ITO.values(), GREY, "#FFFFFF"))
@@ -103,9 +104,10 @@ def colors(names) -> list[str]:
 
 
 def categorical(n: int) -> list[str]:
-    """``n`` colours for categories with no house colour (jobs of a Gantt chart), cycling the
-    palette without vermillion (the article's, and idle), black (marks) and yellow (faint)."""
-    cycle = [OKABE_ITO[k] for k in ("blue", "orange", "green", "purple", "sky")]
+    """``n`` colours for categories with no house colour (jobs of a Gantt chart, steps of a
+    journey), cycling the palette without vermillion (the article's, and idle) and black
+    (marks); yellow, faint on white, comes last."""
+    cycle = [OKABE_ITO[k] for k in ("blue", "orange", "green", "purple", "sky", "yellow")]
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
