@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 from matplotlib.collections import Collection
 from matplotlib.colors import to_hex, to_rgba
-from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.text import Text
@@ -237,7 +236,7 @@ def test_same_policy_same_colour_everywhere():
                 ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")]
     for family in families:
         assert len(set(style.colors(family))) == len(family), family
-        assert set(c.lower() for c in style.colors(family)) <= style.ALLOWED
+        assert {c.lower() for c in style.colors(family)} <= style.ALLOWED
     with pytest.raises(KeyError):
         style.color("no-such-policy")
 
