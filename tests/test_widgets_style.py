@@ -104,16 +104,23 @@ def unlabelled_axes(fig) -> list[str]:
     return bad
 
 
-def _segments_hit(xy: np.ndarray, box) -> bool:
-    """Does the polyline ``xy`` (display coordinates) enter ``box``? Sampled finely."""
+def _inside(xy: np.ndarray, box, margin: float = 1.0) -> np.ndarray:
+    return (xy[:, 0] > box.x0 + margin) & (xy[:, 0] < box.x1 - margin) & \
+        (xy[:, 1] > box.y0 + margin) & (xy[:, 1] < box.y1 - margin)
+
+
+def _segments_hit(xy: np.ndarray, box, clip=None) -> bool:
+    """Does the polyline ``xy`` (display coordinates) enter ``box``? Sampled finely; with
+    ``clip`` (the axes' box), only the part drawn inside the axes counts."""
     xy = xy[np.isfinite(xy).all(axis=1)]
     if len(xy) == 0:
         return False
     if len(xy) > 1:
         t = np.linspace(0.0, 1.0, 25)[:, None, None]
         xy = (xy[:-1] * (1 - t) + xy[1:] * t).reshape(-1, 2)
-    inside = (xy[:, 0] > box.x0 + 1) & (xy[:, 0] < box.x1 - 1) & (xy[:, 1] > box.y0 + 1) & (xy[:, 1] < box.y1 - 1)
-    return bool(inside.any())
+    if clip is not None:
+        xy = xy[_inside(xy, clip, margin=-1.0)]
+    return bool(_inside(xy, box).any())
 
 
 def legends_over_data(fig) -> list[str]:
@@ -128,10 +135,11 @@ def legends_over_data(fig) -> list[str]:
             if not line.get_visible() or len(line.get_xydata()) == 0:
                 continue
             xy = line.get_transform().transform(line.get_xydata())
+            clip = ax.bbox if line.get_clip_on() else None      # what the axes clip is never drawn
             if line.get_linestyle() in ("None", "", " "):      # markers only: test the points
-                hit = any(_segments_hit(p[None], box) for p in xy)
+                hit = any(_segments_hit(p[None], box, clip) for p in xy)
             else:
-                hit = _segments_hit(xy, box)
+                hit = _segments_hit(xy, box, clip)
             if hit:
                 bad.append(f"the legend of {ax.get_title()[:30]!r} covers {line.get_label()[:30]!r}")
         for patch in ax.patches:
