@@ -4,7 +4,8 @@ Every module ``magnum_lib/widgets/<name>_explorer.py`` is found and driven headl
 its factory function ``<name>_explorer()`` builds the explorer with its defaults, and its
 ``BENCH_STEPS`` list of ``(control, value)`` changes is replayed ``N`` times, each timed
 from setting ``control.value`` until the model has run, the figure is redrawn and its PNG
-is in the Image widget (what the browser then shows). Ours is the active (compiled)
+is in the Image widget (what the browser then shows), with ``style.apply()`` in force as
+in the notebooks. Ours is the active (compiled)
 backend; the peer figure beside it is the same run on the pure-Python reference
 (``MAGNUM_PUREPYTHON=1`` in a subprocess, so the two never share a process).
 
@@ -53,9 +54,12 @@ def _drive(explorer, steps, changes: int) -> dict:
 
 
 def measure(changes: int, only: str | None = None) -> dict:
-    """Time every explorer on the active backend."""
+    """Time every explorer on the active backend, with the suite's figure style applied first
+    (as every notebook does before it builds its explorer)."""
     import magnum_lib
+    from magnum_lib.widgets import style
 
+    style.apply()
     out = {"backend": magnum_lib.backend()}
     for name, module in explorer_modules(only).items():
         factory = getattr(module, name)

@@ -1,10 +1,12 @@
 """The instructor's guide (notebooks/INSTRUCTOR.md) covers every notebook and every Predict.
 
 The guide has one section per notebook, headed ``## NN · Title (`NN_name.ipynb`)``, and in
-it a ``### Predict answers`` subsection: a numbered list with one item per ``### Predict``
-section of the notebook (more are fine: some notebooks also ask inline). These tests read
-the files only, so they are fast; they fail when a notebook gains a Predict section, or a
-new notebook appears, without an answer in the guide.
+it a ``### Predict answers`` subsection: a numbered list with at least one item per Predict
+question of the notebook, whether a ``### Predict`` section or an inline ``**Predict:**``
+paragraph. A question followed by a guess variable (``predict_... = None``) is answered
+only if the answers name that variable in backticks, so each answer is tied to its
+question, not just counted. These tests read the files only, so they are fast; they fail
+when a notebook gains a Predict question, or a new notebook appears, without an answer.
 """
 from __future__ import annotations
 
@@ -22,21 +24,44 @@ NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 _NOTEBOOK_HEADING = re.compile(r"^## (\d\d) · ", re.M)
 _ANSWERS_HEADING = "### Predict answers"
 _NUMBERED_ITEM = re.compile(r"^(\d+)\.\s+\S", re.M)
+_INLINE = re.compile(r"\*\*Predict:\*\*\s*(.*)")
+_GUESS = re.compile(r"^(predict_\w+)\s*=\s*None\b", re.M)
+
+
+def _source(cell: dict) -> str:
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def predict_questions_and_guesses(notebook: dict) -> list[tuple[str, list[str]]]:
+    """Every Predict question of the notebook, in order, with the guess variables
+    (``predict_... = None``) of the code cells between it and the next question.
+
+    A question is the first line after a ``### Predict`` heading, or the text after an
+    inline ``**Predict:**`` (bold, with the colon: "Predict, then measure" is not one).
+    """
+    found = []
+    for cell in notebook["cells"]:
+        src = _source(cell)
+        if cell["cell_type"] == "code":
+            if found:
+                found[-1][1].extend(_GUESS.findall(src))
+            continue
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = src.splitlines()
+        for i, line in enumerate(lines):
+            inline = _INLINE.search(line)
+            if re.match(r"^### Predict\b", line):
+                rest = [l.strip() for l in lines[i + 1:] if l.strip()]
+                found.append(((rest[0] if rest else "(empty)")[:80], []))
+            elif inline:
+                found.append(((inline.group(1).strip() or "(empty)")[:80], []))
+    return found
 
 
 def predict_questions(notebook: dict) -> list[str]:
-    """The first line after each ``### Predict`` heading of the notebook's markdown cells."""
-    questions = []
-    for cell in notebook["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
-        src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-        lines = src.splitlines()
-        for i, line in enumerate(lines):
-            if re.match(r"^### Predict\b", line):
-                rest = [l.strip() for l in lines[i + 1:] if l.strip()]
-                questions.append(rest[0][:80] if rest else "(empty)")
-    return questions
+    """Every Predict question of the notebook (see :func:`predict_questions_and_guesses`)."""
+    return [q for q, _ in predict_questions_and_guesses(notebook)]
 
 
 def notebook_sections(guide: str) -> dict[str, str]:
@@ -53,14 +78,19 @@ def notebook_sections(guide: str) -> dict[str, str]:
     return sections
 
 
-def answer_items(section: str) -> list[int]:
-    """The numbers of the items of the section's ``### Predict answers`` list."""
+def answers_block(section: str) -> str:
+    """The text of the section's ``### Predict answers`` subsection ("" if none)."""
     start = section.find(_ANSWERS_HEADING)
     if start < 0:
-        return []
+        return ""
     body = section[start + len(_ANSWERS_HEADING):]
     nxt = re.search(r"^### ", body, re.M)
-    return [int(n) for n in _NUMBERED_ITEM.findall(body[:nxt.start()] if nxt else body)]
+    return body[:nxt.start()] if nxt else body
+
+
+def answer_items(section: str) -> list[int]:
+    """The numbers of the items of the section's ``### Predict answers`` list."""
+    return [int(n) for n in _NUMBERED_ITEM.findall(answers_block(section))]
 
 
 @pytest.fixture(scope="module")
@@ -84,14 +114,27 @@ def test_every_notebook_is_named_and_has_a_section(guide, path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_predict_has_an_answer(guide, path):
-    questions = predict_questions(json.loads(path.read_text(encoding="utf-8")))
+    found = predict_questions_and_guesses(json.loads(path.read_text(encoding="utf-8")))
+    questions = [q for q, _ in found]
     section = notebook_sections(guide).get(path.name[:2], "")
     items = answer_items(section)
     assert items == list(range(1, len(items) + 1)), f"{path.name}: answers must be numbered 1, 2, 3, ..."
     missing = questions[len(items):]
     assert len(items) >= len(questions), (
-        f"{path.name} has {len(questions)} '### Predict' sections, INSTRUCTOR.md answers {len(items)}; "
-        f"add answers for: {missing}")
+        f"{path.name} has {len(questions)} Predict questions (headings and inline), INSTRUCTOR.md answers "
+        f"{len(items)}; add answers for: {missing}")
+    block = answers_block(section)
+    unanswered = [(q, g) for q, guesses in found for g in guesses if f"`{g}`" not in block]
+    assert not unanswered, (f"{path.name}: INSTRUCTOR.md's Predict answers never name these guess variables "
+                            f"(answer each question where it names its variable): {unanswered}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_predict_has_a_guess_variable(path):
+    """Every Predict question, heading or inline, leaves a variable for the learner's guess."""
+    found = predict_questions_and_guesses(json.loads(path.read_text(encoding="utf-8")))
+    assert all(guesses for _, guesses in found), \
+        f"{path.name}: a Predict question without a predict_... = None cell: {[q for q, g in found if not g]}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -117,10 +160,18 @@ def _md(text: str) -> dict:
     return {"cell_type": "markdown", "source": text}
 
 
-def test_predict_questions_counts_headings_not_mentions():
-    nb = {"cells": [_md("## 1. A\n\n### Predict\n\nHow many?\n"), {"cell_type": "code", "source": "### Predict"},
-                    _md("**Predict:** inline, not a heading\n\n### Predict\nWhich one?"), _md("### Predictions")]}
-    assert predict_questions(nb) == ["How many?", "Which one?"]
+def _code(text: str) -> dict:
+    return {"cell_type": "code", "source": text}
+
+
+def test_predict_questions_counts_headings_and_inline_not_mentions():
+    nb = {"cells": [_md("## 1. A\n\n### Predict\n\nHow many?\n"), _code("### Predict\npredict_a = None  # guess"),
+                    _md("**Predict:** inline, how long?\n\n### Predict\nWhich one?"), _md("### Predictions"),
+                    _md("**Predict, then measure.** is the method, not a question"), _code("predict_c = None"),
+                    _code("x = predict_c  # not a guess cell")]}
+    assert predict_questions(nb) == ["How many?", "inline, how long?", "Which one?"]
+    assert predict_questions_and_guesses(nb) == [("How many?", ["predict_a"]), ("inline, how long?", []),
+                                                 ("Which one?", ["predict_c"])]
 
 
 def test_sections_and_answers_are_read_per_notebook():
@@ -132,3 +183,4 @@ def test_sections_and_answers_are_read_per_notebook():
     assert "Agenda" not in sections["01"]
     assert answer_items(sections["01"]) == [1, 2]
     assert answer_items(sections["02"]) == []
+    assert "1. not an answer" not in answers_block(sections["01"]) and "**b** y" in answers_block(sections["01"])

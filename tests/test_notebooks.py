@@ -234,6 +234,18 @@ def test_reveal_and_score(capsys):
     assert exercises.score("99")["attempted"] == []
 
 
+def test_reveal_compares_choice_letters(capsys):
+    exercises.reset_score()
+    assert exercises.reveal("99_p1", "c, a", "ac", choices="abc") is True
+    assert exercises.reveal("99_p2", ("A", "C"), "ca", choices="abc") is True
+    assert exercises.reveal("99_p3", "b", "ac", choices="abc") is False
+    assert exercises.reveal("99_p4", "abc", "ac", choices="abc") is False
+    assert exercises.reveal("99_p5", None, "ac", choices="abc") is None
+    out = capsys.readouterr().out
+    assert "you guessed 'ac'" in out and "measured 'ac'" in out
+    exercises.reset_score()
+
+
 def test_reset_script_restores_a_notebook(tmp_path):
     import shutil
     import subprocess

@@ -26,9 +26,11 @@ def new_figure(width_in: float = 7.0, height_in: float = 3.6) -> Figure:
     """A pyplot-free figure with an Agg canvas attached.
 
     Fixed margins instead of a layout engine: constrained layout re-measures every tick
-    label on every render, which doubles the cost of a slider change.
+    label on every render, which doubles the cost of a slider change. ``layout="none"``
+    because a notebook's :func:`style.apply` turns constrained layout on for pyplot figures,
+    and a bare ``Figure()`` would take that from the rcParams too.
     """
-    fig = Figure(figsize=(width_in, height_in), dpi=DPI)
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="none")
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)
     FigureCanvasAgg(fig)
     return fig
@@ -38,6 +40,15 @@ def figure_png(fig: Figure) -> bytes:
     """Render ``fig`` to PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def canvas_png(canvas) -> bytes:
+    """The Agg canvas' pixels as they are (no redraw) as PNG bytes, compressed fast."""
+    width, height = canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    image.save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
@@ -78,9 +89,15 @@ class Explorer:
         self.scenario = scenario
         self.draw(scenario)
         self.readout.value = self.readout_html(scenario)
-        self.image.value = figure_png(self.figure)
+        self.image.value = self._render()
         self.updates += 1
         return scenario
+
+    def _render(self) -> bytes:
+        """The figure as PNG bytes: a full redraw (subclasses may cache what does not change),
+        encoded fast (zlib level 1: ``savefig``'s default level costs ~30 ms a frame)."""
+        self.figure.canvas.draw()
+        return canvas_png(self.figure.canvas)
 
     def evaluate(self):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -129,11 +146,7 @@ class BlittedExplorer(Explorer):
         for artist in self._animated:
             if artist.get_visible():
                 self.figure.draw_artist(artist)
-        width, height = canvas.get_width_height(physical=True)
-        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buf = io.BytesIO()
-        image.save(buf, format="png", compress_level=1)
-        return buf.getvalue()
+        return canvas_png(canvas)
 
 
 def slider(kind, description: str, **kwargs):

@@ -12,10 +12,12 @@ from __future__ import annotations
 import html
 
 import ipywidgets as widgets
+
+from magnum_lib.widgets import style
 from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
 
 POLICIES = ("fifo-strict", "fifo-skip", "srtf", "las")
-COLORS = {"fifo-strict": "tab:red", "fifo-skip": "tab:orange", "srtf": "tab:green", "las": "tab:blue"}
+COLORS = {p: style.color(p) for p in POLICIES}   # the suite's colour of each policy
 
 
 class ArenaExplorer(BlittedExplorer):
@@ -40,15 +42,16 @@ class ArenaExplorer(BlittedExplorer):
         self._lines = {p: self._ax.plot([], [], color=COLORS[p], lw=2, label=p, animated=True)[0]
                        for p in POLICIES}
         self._title = self._ax.text(0.5, 1.02, "", transform=self._ax.transAxes, ha="center",
-                                    animated=True)
+                                    fontsize=style.FONT_PT, animated=True)
         self._axes = [self._ax]
         self._animated = [*self._lines.values(), self._title]
-        self._ax.set_xscale("log")
+        style.log_axis(self._ax, [1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8], axis="x")
         self._ax.set_xlim(30, 1e8)
         self._ax.set_ylim(0, 1.02)
         self._ax.set_xlabel("job completion time (s, log)")
         self._ax.set_ylabel("fraction of jobs")
-        self._ax.legend(loc="lower right", fontsize=8)
+        # Lower right stays empty: every curve reaches 1 before the longest JCTs (months).
+        style.legend(self._ax, loc="lower right")
         self.update()
 
     def evaluate(self) -> dict:
@@ -80,3 +83,8 @@ class ArenaExplorer(BlittedExplorer):
 def arena_explorer(**kwargs) -> ArenaExplorer:
     """Build the arena explorer (see :class:`ArenaExplorer`)."""
     return ArenaExplorer(**kwargs)
+
+
+# (control, value) changes that benchmarks/bench_widgets.py replays: each moves the replays.
+BENCH_STEPS = [("gpus", 24), ("jobs", 600), ("gpus", 12), ("jobs", 300), ("gpus", 32), ("jobs", 400),
+               ("gpus", 20)]

@@ -45,6 +45,7 @@ def _few_ticks(ax) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(4))
 
 
+_BELOW = 0.2   # legends sit this far (axes heights) under each panel, below the x label
 _POLICY_STYLE = {"cheapest_meeting_sla": (style.color("cheapest_meeting_sla"), "o"),
                  "fastest_first": (style.color("fastest_first"), "s"), "random": (style.color("random"), "^")}
 
@@ -85,8 +86,8 @@ class BouncerExplorer(BlittedExplorer):
             "mix": widgets.Dropdown(options=list(bouncer_model.MIXES), value=mix, description="device mix",
                                     style=SLIDER_STYLE, layout=widgets.Layout(**SLIDER_LAYOUT)),
         }
-        fig = new_figure(12.5, 4.3)
-        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.88, wspace=0.32)
+        fig = new_figure(12.5, 4.9)   # legends under the axes: the curves fill every corner
+        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.3, top=0.9, wspace=0.32)
         super().__init__(controls, fig)
         self._axes = fig.subplots(1, 3)
         self._init_artists()
@@ -102,14 +103,14 @@ class BouncerExplorer(BlittedExplorer):
         (self._plain,) = ax_cdf.plot([], [], color=style.color("two-choices"), lw=2, label="power of d")
         (self._hedged,) = ax_cdf.plot([], [], color=style.OKABE_ITO["sky"], lw=2.5, ls="--", label="+ hedge")
         (self._mm1,) = ax_cdf.plot([], [], color=style.color("random"), lw=1.5, ls=":", label="random (theory)")
-        self._hedge_line = ax_cdf.axvline(0.0, color=style.OKABE_ITO["sky"], lw=1.5, alpha=0.8)
+        self._hedge_line = ax_cdf.axvline(0.0, color=style.OKABE_ITO["sky"], lw=1.5, alpha=0.8, label="hedge delay")
         self._hedge_text = ax_cdf.text(0.5, 0.5, bouncer_model.HEDGE_ALL_MESSAGE, transform=ax_cdf.transAxes,
                                        ha="center", va="center", color=style.color("article"), fontsize=style.SMALL_PT,
                                        visible=False, bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax_cdf.set(yscale="log", xlabel="latency (ms)", ylabel="P(latency > t)", title="latency CDF (tail)")
         _plain_log_axis(ax_cdf)
         _few_ticks(ax_cdf)
-        style.legend(ax_cdf, loc="lower left")
+        style.legend(ax_cdf, below=_BELOW)
 
         levels = np.arange(1, TAIL_LEVELS + 1)
         (self._tail_sim,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), "o", color=style.color("two-choices"), label="simulated")
@@ -119,7 +120,7 @@ class BouncerExplorer(BlittedExplorer):
         ax_tail.set(yscale="log", xlabel="i (requests queued)", ylabel="servers with ≥ i",
                     title="queue-length tail", ylim=(1e-5, 1.5), xticks=[1, 4, 7, 10])
         _plain_log_axis(ax_tail)
-        style.legend(ax_tail, loc="lower left")
+        style.legend(ax_tail, below=_BELOW)
 
         self._points = {}
         for name, (color, marker) in _POLICY_STYLE.items():
@@ -131,7 +132,7 @@ class BouncerExplorer(BlittedExplorer):
                       title="device choice")
         _few_ticks(ax_energy)
         ax_energy.yaxis.set_major_locator(MaxNLocator(4))
-        style.legend(ax_energy, loc="lower left")
+        style.legend(ax_energy, below=_BELOW)
         self._animated = [self._plain, self._hedged, self._mm1, self._hedge_line, self._hedge_text,
                           self._tail_sim, self._tail_theory, self._tail_random, *self._points.values(),
                           self._sla_text, *(ax.title for ax in self._axes)]

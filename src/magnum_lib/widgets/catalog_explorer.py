@@ -71,13 +71,15 @@ class CatalogExplorer(Explorer):
         (self._point,) = ax.plot([], [], "o", ms=10, color=style.OKABE_ITO["orange"], label="your request")
         self._ridge = ax.axvline(1.0, color=style.OKABE_ITO["blue"], ls=":", lw=1.5, label="ridge point")
         self._missing = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
-                                color=style.color("article"), fontsize=11, visible=False, wrap=True,
+                                color=style.color("article"), fontsize=style.SMALL_PT, visible=False, wrap=True,
                                 bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax.set(xscale="log", yscale="log", xlim=(_INTENSITY[0], _INTENSITY[-1]), ylim=(1e10, 1e16),
                xlabel="arithmetic intensity (FLOP per byte moved)", ylabel="attainable FLOP/s")
         style.log_axis(ax, [1e-2, 1e-1, 1, 10, 100, 1e3, 1e4], axis="x")  # plain-text decades: fast, uniform
         style.log_axis(ax, [1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16])
-        style.legend(ax, loc="lower right")
+        # Upper left stays empty: every roofline rises from the bottom left, and every ridge
+        # point lies right of 1 FLOP/byte (the moving ridge line never crosses the legend).
+        style.legend(ax, loc="upper left")
 
     def evaluate(self) -> catalog_model.RequestScenario:
         c = self.controls
@@ -97,15 +99,16 @@ class CatalogExplorer(Explorer):
             artist.set_visible(ok)
         self._missing.set_visible(not ok)
         name = self.catalog[sc.device].name
+        short = sc.device   # the catalog key in the title (full names run off a 7-inch figure)
         if not ok:
             self._missing.set_text(f"{name} has no {p.upper()} peak")
-            self._ax.set_title(f"{name}: no {p.upper()}", fontsize=style.FONT_PT)
+            self._ax.set_title(f"{short}: no {p.upper()}", fontsize=style.FONT_PT)
             return
         acc = self.catalog[sc.device]
         self._roof.set_data(_INTENSITY, catalog_model.roofline(acc, p, _INTENSITY))
         self._point.set_data([sc.intensity], [sc.achieved_flops])
         self._ridge.set_xdata([sc.ridge, sc.ridge])
-        self._ax.set_title(f"{name}, {p.upper()}: {sc.cost.bound}-bound request "
+        self._ax.set_title(f"{short}, {p.upper()}: {sc.cost.bound}-bound request "
                            f"({sc.cost.time_s * 1e3:.3g} ms)", fontsize=style.FONT_PT)
 
     def readout_html(self, sc: catalog_model.RequestScenario) -> str:

@@ -78,8 +78,8 @@ class ConductorExplorer(BlittedExplorer):
             "timeout_ms": slider(widgets.FloatLogSlider, "lease timeout (ms)", value=timeout_ms, base=10,
                                  min=-2, max=3, step=0.25, readout_format=".3g"),
         }
-        fig = new_figure(11.0, 6.4)
-        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.09, top=0.94, wspace=0.26, hspace=0.5)
+        fig = new_figure(11.0, 7.2)   # room under the top-right panel for its legend
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.08, top=0.95, wspace=0.26, hspace=0.85)
         super().__init__(controls, fig)
         self._axes = fig.subplots(2, 2).ravel()
         self._init_artists()
@@ -100,18 +100,19 @@ class ConductorExplorer(BlittedExplorer):
         colors = [_COLORS[p] for p in POLICIES]
 
         self._conflict_bars = ax_c.bar(_X, np.full(len(POLICIES), _FLOOR), color=colors, alpha=0.8)
-        self._birthday = ax_c.axhline(1.0, color="black", ls=":", lw=1.5, label="birthday bound (N, C)")
+        self._birthday = ax_c.axhline(1.0, color=style.color("theory"), ls=":", lw=1.5, label="birthday bound (N, C)")
         ax_c.set(xticks=_X, xticklabels=labels, ylim=(_FLOOR, 300.0), ylabel="round conflict rate")
         _log_axis(ax_c, [1e-6, 1e-4, 1e-2, 1])
         style.legend(ax_c, loc="upper right")
 
-        (self._sweep_line,) = ax_u.plot([], [], "o-", color="black", label="load sweep (policy colour)")
-        (self._here,) = ax_u.plot([], [], "*", color="black", ms=14, label="this setting")
+        (self._sweep_line,) = ax_u.plot([], [], "o-", color=style.color("theory"), label="load sweep (policy colour)")
+        (self._here,) = ax_u.plot([], [], "*", color=style.color("theory"), ms=14, label="this setting")
         ax_u.axvline(0.9, color=style.color("article"), ls="--", lw=1.5, label="C17: 90 %")
         ax_u.axhline(cm.ARTICLE_CONTENTION, color=style.color("article"), ls=":", lw=2, label="C26: 0.001 % of leases")
         ax_u.set(xlim=(-0.02, 1.02), ylim=(_FLOOR, 1.5), xlabel="utilization", ylabel="lease failure rate")
         _log_axis(ax_u, [1e-6, 1e-4, 1e-2, 1])
-        ax_u.legend(fontsize=style.SMALL_PT, loc="upper left")
+        # Under the axes: the sweep can run anywhere between 0 and 1 at any utilization.
+        style.legend(ax_u, below=0.27)
 
         self._preempt_bars = ax_p.bar(_X, np.full(len(POLICIES), _PRE_FLOOR), color=colors, alpha=0.8)
         ax_p.set(xticks=_X, xticklabels=labels, ylabel="per 1,000 leases", ylim=(_PRE_FLOOR, 2000.0))
@@ -123,7 +124,7 @@ class ConductorExplorer(BlittedExplorer):
         ax_l.set(xticks=[0, 1, 2], xticklabels=["speculative", "lock: mean", "lock: worst"],
                  ylim=(10, 1e8), ylabel="µs to a placement")
         _log_axis(ax_l, [10, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7])
-        ax_l.legend(fontsize=style.SMALL_PT, loc="upper left")
+        style.legend(ax_l, loc="upper left")   # above every bar and the longest timeout (100 ms)
 
         self._expired_text = self._text(ax_l, cm.EXPIRED_MESSAGE)
         self._full_text = self._text(ax_c, cm.FULL_MESSAGE)

@@ -12,11 +12,10 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from magnum_lib.energy import C46_POWER, C46_SAVING
-from magnum_lib.widgets import energy_model
+from magnum_lib.widgets import energy_model, style
 from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
 
-# Okabe-Ito colours (colour-blind safe).
-_POWER, _TIME, _ENERGY, _MARK = "#0072B2", "#E69F00", "#009E73", "#D55E00"
+_POWER, _TIME, _ENERGY, _MARK = style.colors(("power", "time", "energy", "sla-clock"))
 
 
 class EnergyExplorer(BlittedExplorer):
@@ -42,15 +41,16 @@ class EnergyExplorer(BlittedExplorer):
         (self._time,) = ax.plot([], [], color=_TIME, lw=2.5, ls="--", label="run time")
         (self._energy,) = ax.plot([], [], color=_ENERGY, lw=3, label="energy = power x time")
         self._sla = ax.axvline(1.0, color=_MARK, lw=2, ls=":", label="slowest clock meeting the SLA")
-        ax.axhline(1.0 - C46_SAVING, color="0.4", lw=1, ls="-.", label="article: 40% saved")
-        ax.set_xlabel("clock (fraction of the top clock)", fontsize=12)
-        ax.set_ylabel("ratio to the top clock", fontsize=12)
-        ax.tick_params(labelsize=11)
+        ax.axhline(1.0 - C46_SAVING, color=style.color("article"), lw=1.5, ls="-.", label="C46: 40% saved")
+        ax.set_xlabel("clock (fraction of the top clock)", fontsize=style.FONT_PT)
+        ax.set_ylabel("ratio to the top clock", fontsize=style.FONT_PT)
+        ax.tick_params(labelsize=style.SMALL_PT)
         ax.set_xlim(0.45, 1.02)
         ax.set_ylim(0.0, 3.1)
-        ax.legend(loc="upper right", fontsize=11, framealpha=0.95)
+        style.legend(ax, loc="upper right", framealpha=0.95)
         # Fixed axes: only the curves, the SLA line and the title change (blitted).
-        self._title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=13)
+        self._title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom",
+                              fontsize=style.FONT_PT + 1)
         self._axes = [ax]
         self._animated = [self._power, self._time, self._energy, self._sla, self._title]
         for artist in self._animated:
@@ -70,7 +70,7 @@ class EnergyExplorer(BlittedExplorer):
                            f"{sc.sla_energy_saving:.0%} energy saved")
 
     def readout_html(self, sc: energy_model.EnergyScenario) -> str:
-        return (f"<div class='magnum-readout' style='font-size:13px'>"
+        return ("<div class='magnum-readout' style='font-size:13px'>"
                 f"<b>slowest clock meeting the SLA</b>: {sc.sla_clock:.2f}<br>"
                 f"power there: {sc.sla_power_ratio:.0%} of top-clock power<br>"
                 f"energy saved: <b>{sc.sla_energy_saving:.1%}</b> "

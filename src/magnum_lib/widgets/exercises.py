@@ -90,12 +90,24 @@ def _close(guess, measured) -> bool:
     return guess == measured
 
 
-def reveal(name: str, guess, measured, unit: str = "") -> bool | None:
+def _letters(answer, choices: str) -> str:
+    """The choice letters in ``answer`` ("c, a", ["a", "c"] -> "ac"), in ``choices``' order."""
+    text = "".join(map(str, answer)) if isinstance(answer, (list, tuple, set, frozenset)) else str(answer)
+    picked = set(text.lower())
+    return "".join(c for c in choices if c in picked)
+
+
+def reveal(name: str, guess, measured, unit: str = "", choices: str | None = None) -> bool | None:
     """Print the student's guess beside the measured value; return whether it was close.
 
     A number is close within a factor of 2 (:data:`CLOSE_FACTOR`); anything else must be equal.
+    With ``choices`` (e.g. ``"abc"``) the guess and the measurement are sets of choice letters:
+    ``"ca"``, ``"a, c"`` and ``("a", "c")`` all mean ``"ac"``.
     Returns None (and says so) when no guess was written.
     """
+    if choices is not None:
+        measured = _letters(measured, choices)
+        guess = None if guess is None else _letters(guess, choices)
     unit = f" {unit}" if unit else ""
     show = (lambda v: f"{v:,.4g}") if isinstance(measured, numbers.Real) and not isinstance(measured, bool) else repr
     if guess is None:

@@ -116,7 +116,7 @@ class OracleExplorer(Explorer):
                 ax.annotate(algo, (ms, ratio), xytext=(7, 5), textcoords="offset points", color=color,
                             fontsize=style.SMALL_PT)
         (self._star,) = ax.plot([], [], "*", ms=16, mec="black", mew=0.8)
-        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.axhline(1.0, color=style.GREY, lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis, ticks in ((ax.xaxis, _MS_TICKS), (ax.yaxis, _RATIO_TICKS)):

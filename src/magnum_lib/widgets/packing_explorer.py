@@ -24,16 +24,14 @@ from matplotlib.ticker import MaxNLocator
 
 from magnum_lib import backend
 from magnum_lib.graph.packing import POLICIES
-from magnum_lib.widgets import packing_model
-from magnum_lib.widgets._base import SLIDER_STYLE, Explorer, new_figure, slider
+from magnum_lib.widgets import packing_model, style
+from magnum_lib.widgets._base import SLIDER_STYLE, Explorer, canvas_png, new_figure, slider
 
-_COLORS = {"packed": "#1f77b4", "exclusive": "#d62728", "dynamic": "#2ca02c"}
+_COLORS = {p: style.color(p) for p in POLICIES}
 _BATCH_X = 1.75  # where the batch (all jobs at t = 0) sits on the load axis
 _LOAD_OPTIONS = [(f"{x:g}", x) for x in (0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.1, 1.2, 1.5)] \
     + [("batch", "batch")]
-_CMAP = np.array([(0.12, 0.47, 0.71), (1.0, 0.5, 0.05), (0.17, 0.63, 0.17), (0.58, 0.4, 0.74),
-                  (0.55, 0.34, 0.29), (0.89, 0.47, 0.76), (0.5, 0.5, 0.5), (0.74, 0.74, 0.13),
-                  (0.09, 0.75, 0.81)])
+_JOB_COLORS = np.array(style.categorical(5))  # one per job, cycling (no house colour for jobs)
 
 
 def _rects(x0, x1, rows, height):
@@ -63,6 +61,7 @@ class PackingExplorer(Explorer):
     """
 
     css_class = "magnum-packing-explorer"
+    _background = None
 
     def __init__(self, seed: int = 0, *, jobs: int = 12, runtime_spread: float = 0.5, mean_gb: float = 8.0,
                  load="batch", device: str = "mtia_v2", policy: str = "packed",
@@ -81,8 +80,8 @@ class PackingExplorer(Explorer):
             "policy": widgets.ToggleButtons(options=list(POLICIES), value=policy, description="Gantt of",
                                             style={"description_width": "150px", "button_width": "90px"}),
         }
-        fig = new_figure(8.6, 3.4)  # every pixel and tick label costs render time
-        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.9, wspace=0.28)
+        fig = new_figure(8.6, 3.9)  # every pixel and tick label costs render time
+        fig.subplots_adjust(left=0.075, right=0.985, bottom=0.25, top=0.91, wspace=0.3)
         grid = fig.add_gridspec(1, 5)
         self._ax_gantt = fig.add_subplot(grid[0, :3])
         self._ax_load = fig.add_subplot(grid[0, 3:])
@@ -98,34 +97,59 @@ class PackingExplorer(Explorer):
     def _init_artists(self) -> None:
         ax = self._ax_gantt
         self._layers = PolyCollection([], edgecolor="white", linewidth=0.3)
-        self._xfers = PolyCollection([], facecolor="0.75", edgecolor="none")
-        self._idle = PolyCollection([], facecolor="crimson", edgecolor="none")
+        self._xfers = PolyCollection([], facecolor=style.color("transfer"), edgecolor="none", label="transfer")
+        self._idle = PolyCollection([], facecolor=style.color("idle"), edgecolor="none", label="device idle")
         for coll in (self._xfers, self._layers, self._idle):
             ax.add_collection(coll)
-        (self._arrivals,) = ax.plot([], [], "k|", ms=7, mew=1.2)
-        # Short labels: every glyph is rendered on every change. Bars: layers; grey: transfers;
-        # red row: device idle; ticks: arrivals (the notebook's text explains the chart).
-        ax.set_xlabel("time (ms)", fontsize=8)
-        ax.set_ylabel("job", fontsize=8)
+        (self._arrivals,) = ax.plot([], [], "|", color=style.color("arrival"), ms=7, mew=1.2, label="arrival")
+        # Short labels: every glyph is rendered on every change. Bars: layers (one colour per
+        # job); the legend, below the axes (off the data), names the rest.
+        ax.set_xlabel("time (ms)", fontsize=style.FONT_PT)
+        ax.set_ylabel("job", fontsize=style.FONT_PT)
         ax.xaxis.set_major_locator(MaxNLocator(5))
-        self._note = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center", color="crimson",
-                             fontsize=9, wrap=True, visible=False,
-                             bbox={"facecolor": "white", "edgecolor": "crimson", "alpha": 0.9})
+        style.legend(ax, handles=[self._xfers, self._idle, self._arrivals], loc="upper center",
+                     bbox_to_anchor=(0.5, -0.2), ncol=3, borderaxespad=0.0)
+        self._note = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
+                             color=style.color("article"), fontsize=style.SMALL_PT, wrap=True, visible=False,
+                             bbox={"facecolor": "white", "edgecolor": style.color("article"), "alpha": 0.9})
 
         ax = self._ax_load
         x = np.linspace(0.0, 1.6, 50)
-        ax.plot(x, np.minimum(x, 1.0), "k:", lw=1.2)
-        ax.axhline(packing_model.TARGET, color="0.4", ls="--", lw=1)
-        self._curves = {p: ax.plot([], [], "-o", ms=3, color=c)[0] for p, c in _COLORS.items()}
+        ax.plot(x, np.minimum(x, 1.0), ":", color=style.color("theory"), lw=1.2, label="min(load, 1)")
+        ax.axhline(packing_model.TARGET, color=style.color("article"), ls="--", lw=1, label="C38: 95%")
+        self._curves = {p: ax.plot([], [], "-o", ms=3, color=c, label=p)[0] for p, c in _COLORS.items()}
         self._batch = {p: ax.plot([], [], "s", ms=5, color=c)[0] for p, c in _COLORS.items()}
-        (self._here,) = ax.plot([], [], "*", ms=15, mfc="gold", mec="black")
+        (self._here,) = ax.plot([], [], "*", ms=15, mfc=style.color("here"), mec=style.color("theory"))
+        # What changes in this panel is drawn on a cached background (see _render).
+        self._animated = [*self._curves.values(), *self._batch.values(), self._here, ax.title]
+        for artist in self._animated:
+            artist.set_animated(True)
         ax.set_xlim(0.2, _BATCH_X + 0.15)
         ax.set_ylim(0.2, 1.03)
         ax.set_yticks([0.2, 0.4, 0.6, 0.8, 1.0])
         ax.set_xticks([0.3, 0.6, 0.9, 1.2, 1.5, _BATCH_X], ["0.3", "0.6", "0.9", "1.2", "1.5", "batch"])
-        ax.set_xlabel("offered load", fontsize=8)
-        # No legend (a fifth of the render time): the readout names the policies in these colors;
-        # dotted: the bound min(load, 1); dashed: 95%; squares: the batch; star: this setting.
+        ax.set_xlabel("offered load", fontsize=style.FONT_PT)
+        # Bottom right stays empty (utilization is high at high load); squares: the batch;
+        # star: this setting.
+        style.legend(ax, loc="lower right", handlelength=1.5, borderpad=0.3, labelspacing=0.25)
+
+    def _render(self) -> bytes:
+        """Partial blitting: the Gantt chart's ranges change with nearly every setting, so its
+        axes are drawn in full each time; the load panel's axes, ticks and legend never change,
+        so they are drawn once, cached, and only its curves and title drawn over them. Every
+        text costs milliseconds, and the load panel carries a third of them."""
+        canvas = self.figure.canvas
+        if self._background is None:
+            self._ax_gantt.set_visible(False)
+            canvas.draw()   # the load panel's fixed parts (its animated artists are left out)
+            self._background = canvas.copy_from_bbox(self.figure.bbox)
+            self._ax_gantt.set_visible(True)
+        canvas.restore_region(self._background)
+        self.figure.draw_artist(self._ax_gantt)
+        for artist in self._animated:
+            if artist.get_visible():
+                self.figure.draw_artist(artist)
+        return canvas_png(canvas)
 
     def evaluate(self) -> packing_model.PackingScenario:
         c = self.controls
@@ -145,7 +169,7 @@ class PackingExplorer(Explorer):
         t0 = int(res.jobs.arrival_ns.min())
         ms = lambda ns: (np.asarray(ns, float) - t0) / 1e6  # noqa: E731
         self._layers.set_verts(_rects(ms(res.start_ns), ms(res.end_ns), row, 0.8))
-        self._layers.set_facecolor(_CMAP[row % len(_CMAP)])
+        self._layers.set_facecolor(_JOB_COLORS[row % len(_JOB_COLORS)])
         has = res.xfer_start_ns >= 0
         self._xfers.set_verts(_rects(ms(res.xfer_start_ns[has]), ms(res.xfer_end_ns[has]), row[has], 0.35))
         idle = packing_model.idle_intervals(res)
@@ -156,8 +180,9 @@ class PackingExplorer(Explorer):
         ax.set_ylim(sc.jobs - 0.4, -1.6)
         step = max(1, -(-sc.jobs // 4))
         ticks = [-1, *range(step if sc.jobs > 12 else 0, sc.jobs, step)]  # keep "idle" clear of row 0
-        ax.set_yticks(ticks, ["idle", *map(str, ticks[1:])], fontsize=7)
-        ax.set_title(f"{policy}: {res.utilization:.1%} busy, makespan {res.makespan_ns / 1e6:.1f} ms", fontsize=9)
+        ax.set_yticks(ticks, ["idle", *map(str, ticks[1:])], fontsize=style.SMALL_PT)
+        ax.set_title(f"{policy}: {res.utilization:.1%} busy, makespan {res.makespan_ns / 1e6:.1f} ms",
+                     fontsize=style.FONT_PT)
         self._note.set_text(sc.message)
         self._note.set_visible(bool(sc.message))
 
@@ -167,7 +192,7 @@ class PackingExplorer(Explorer):
             self._batch[p].set_data([_BATCH_X], [curve.batch_utilization[p]])
         x = _BATCH_X if sc.load is None else sc.load
         self._here.set_data([x], [res.utilization])
-        self._ax_load.set_title(f"utilization ({sc.memory_fraction:.0%} of memory/job)", fontsize=9)
+        self._ax_load.set_title(f"utilization ({sc.memory_fraction:.0%} of memory/job)", fontsize=style.FONT_PT)
 
 
 def readout_html(sc: packing_model.PackingScenario) -> str:
@@ -182,9 +207,9 @@ def readout_html(sc: packing_model.PackingScenario) -> str:
         f"<td>{r.makespan_ns / 1e6:.2f}</td><td>{np.percentile(r.latency_s, 99) * 1e3:.2f}</td></tr>"
         for p, r in sc.results.items())
     bound = "= " if sc.load is None else "≤ "
-    verdict = ("<b style='color:green'>packed reaches 95%</b>" if sc.meets_target
-               else "<b style='color:crimson'>packed misses 95%</b>")
-    note = f"<br><b style='color:crimson'>{html.escape(sc.message)}</b>" if sc.message else ""
+    verdict = (f"<b style='color:{style.OKABE_ITO['green']}'>packed reaches 95%</b>" if sc.meets_target
+               else f"<b style='color:{style.color('article')}'>packed misses 95%</b>")
+    note = f"<br><b style='color:{style.color('article')}'>{html.escape(sc.message)}</b>" if sc.message else ""
     return (f"<div class='magnum-readout'>{head}"
             f"<table cellpadding=3><tr><th>policy</th><th>utilization</th><th>makespan (ms)</th>"
             f"<th>p99 latency (ms)</th></tr>{rows}</table>"

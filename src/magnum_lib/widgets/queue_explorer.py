@@ -67,7 +67,8 @@ class QueueExplorer(Explorer):
                                   min=0.1, max=10.0, step=0.1, readout_format=".1f"),
             "replicas": slider(widgets.IntSlider, "scheduler replicas", value=replicas, min=1, max=16),
         }
-        super().__init__(controls, new_figure())
+        super().__init__(controls, new_figure(8.6, 3.6))
+        self.figure.subplots_adjust(left=0.1, right=0.7, bottom=0.14, top=0.9)   # the legend sits right of the axes
         self._ax = self.figure.add_subplot()
         self._init_artists()
         self.update()
@@ -80,7 +81,8 @@ class QueueExplorer(Explorer):
     def _init_artists(self) -> None:
         ax = self._ax
         edges = np.linspace(0.0, 1.0, _BINS + 1)
-        self._stairs = ax.stairs(np.zeros(_BINS), edges, fill=True, alpha=0.5, label="simulated pods")
+        self._stairs = ax.stairs(np.zeros(_BINS), edges, fill=True, alpha=0.6,
+                                   color=style.OKABE_ITO["sky"], label="simulated pods")
         self._sla_line = ax.axvline(self.sla_ms, color=style.color("article"), ls="--", lw=2, label=f"SLA {self.sla_ms:g} ms")
         self._p99_line = ax.axvline(0.0, color=style.OKABE_ITO["blue"], lw=2, label="p99 simulated")
         self._theory_line = ax.axvline(0.0, color=style.color("theory"), ls=":", lw=2, label="p99 theory (M/M/c)")
@@ -89,7 +91,7 @@ class QueueExplorer(Explorer):
                                       bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax.set_xlabel("time from arrival to placement (ms)")
         ax.set_ylabel("fraction of pods")
-        ax.legend(loc="upper right", fontsize=style.SMALL_PT)
+        style.legend(ax, outside=True)   # the p99 lines move across the whole axes: keep it off them
 
     def evaluate(self) -> queue_model.QueueScenario:
         return queue_model.evaluate(

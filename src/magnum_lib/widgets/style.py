@@ -44,11 +44,40 @@ _COLORS = {
     "lww": OKABE_ITO["blue"], "vc": OKABE_ITO["green"],
     # hedging (04)
     "hedged": OKABE_ITO["blue"], "unhedged": OKABE_ITO["black"],
+    # time-division packing (06); the Gantt chart's transfers and idle device
+    "packed": OKABE_ITO["blue"], "exclusive": OKABE_ITO["orange"], "dynamic": OKABE_ITO["green"],
+    "transfer": GREY, "idle": OKABE_ITO["vermillion"], "arrival": OKABE_ITO["black"],
+    # simulator presets, the evolution (07, 08)
+    "borg_like": OKABE_ITO["black"], "borg_plus": OKABE_ITO["purple"], "cheetah": OKABE_ITO["orange"],
+    "magnum_v1": OKABE_ITO["sky"], "magnum_v2": OKABE_ITO["blue"],
+    # the parts of a decision's latency (07)
+    "round_wait": OKABE_ITO["sky"], "scheduling": OKABE_ITO["orange"], "rtt": OKABE_ITO["blue"],
+    "validation": OKABE_ITO["green"], "retries": OKABE_ITO["purple"], "dispatch_wait": OKABE_ITO["yellow"],
+    # device types (00, 04, 07: utilization per type)
+    "h100_sxm": OKABE_ITO["blue"], "mi300x": OKABE_ITO["orange"], "mtia_v2": OKABE_ITO["green"],
+    "a100_sxm": OKABE_ITO["sky"], "v100": OKABE_ITO["blue"], "p100": OKABE_ITO["orange"], "k80": OKABE_ITO["green"],
+    # replay policies (10): fifo-strict/fifo-skip/sjf/srtf/las are told apart in one figure;
+    # the fairness and placement policies reuse the neutral colours
+    "fifo-strict": OKABE_ITO["black"], "fifo-skip": OKABE_ITO["orange"], "sjf": OKABE_ITO["sky"],
+    "srtf": OKABE_ITO["green"], "las": OKABE_ITO["blue"], "gavel": OKABE_ITO["purple"], "gavel-blind": GREY,
+    "ftf": OKABE_ITO["yellow"], "fgd": OKABE_ITO["purple"],
+    # energy (09): power, run time, energy against the clock
+    "power": OKABE_ITO["blue"], "time": OKABE_ITO["orange"], "energy": OKABE_ITO["green"],
+    "sla-clock": OKABE_ITO["purple"], "optimum": OKABE_ITO["black"],
+    # one explorer's highlighted setting (a star, a point)
+    "here": OKABE_ITO["yellow"],
 }
 _ALIASES = {"power of two": "two-choices", "two_choices": "two-choices", "power-of-two": "two-choices",
             "d=1": "random", "d=2": "two-choices", "d=3": "three-choices", "least_loaded": "least-loaded",
             "least_loaded_stale": "least-loaded", "push-pull": "pushpull", "cheapest": "cheapest_meeting_sla",
-            "fastest": "fastest_first", "lock": "pessimistic", "omega": "optimistic"}
+            "fastest": "fastest_first", "lock": "pessimistic", "omega": "optimistic",
+            "fifo": "fifo-strict", "fifo_strict": "fifo-strict", "fifo_skip": "fifo-skip", "tiresias": "las",
+            "h100": "h100_sxm", "a100": "a100_sxm", "mtia": "mtia_v2", "run time": "time",
+            "round wait": "round_wait", "dispatch wait": "dispatch_wait", "dispatch": "dispatch_wait",
+            "leases": "speculative", "locks": "pessimistic"}
+
+# Every colour the suite draws data with: the palette, the neutral grey, and white (edges, boxes).
+ALLOWED = frozenset(c.lower() for c in (*OKABE_ITO.values(), GREY, "#FFFFFF"))
 
 RC = {
     "font.size": FONT_PT, "axes.titlesize": FONT_PT, "axes.labelsize": FONT_PT,
@@ -69,15 +98,36 @@ def color(name: str) -> str:
     return _COLORS[key]
 
 
+def colors(names) -> list[str]:
+    """:func:`color` for each of ``names``, e.g. a figure's policies in order."""
+    return [color(n) for n in names]
+
+
+def categorical(n: int) -> list[str]:
+    """``n`` colours for categories with no house colour (jobs of a Gantt chart, steps of a
+    journey), cycling the palette without vermillion (the article's, and idle) and black
+    (marks); yellow, faint on white, comes last."""
+    cycle = [OKABE_ITO[k] for k in ("blue", "orange", "green", "purple", "sky", "yellow")]
+    return [cycle[i % len(cycle)] for i in range(n)]
+
+
 def apply() -> None:
     """Use the house style for every figure made with pyplot from now on (notebooks)."""
     mpl.rcParams.update(RC)
 
 
-def legend(ax, outside: bool = False, **kwargs):
-    """A legend that covers no data: the best free corner, or beside the axes (``outside``)."""
+def legend(ax, outside: bool = False, below: float | None = None, **kwargs):
+    """A legend that covers no data: the best free corner, beside the axes (``outside``), or
+    under the x-axis label (``below``: the gap, in axes heights, from the axes' bottom edge;
+    the figure's bottom margin must leave room)."""
     kwargs.setdefault("fontsize", SMALL_PT)
-    if outside:
+    if below is not None:
+        kwargs.setdefault("loc", "upper center")
+        kwargs.setdefault("bbox_to_anchor", (0.5, -below))
+        kwargs.setdefault("ncol", 2)
+        kwargs.setdefault("borderaxespad", 0.0)
+        kwargs.setdefault("columnspacing", 1.0)
+    elif outside:
         kwargs.setdefault("loc", "upper left")
         kwargs.setdefault("bbox_to_anchor", (1.02, 1.0))
         kwargs.setdefault("borderaxespad", 0.0)

@@ -21,17 +21,19 @@ import math
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from magnum_lib import backend
 from magnum_lib.sim.evolution import ARTICLE_FIGURES_MS
-from magnum_lib.widgets import system_model
+from magnum_lib.widgets import style, system_model
 from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
 
 _PARTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
-_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-_TYPE_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:gray")
 _QS = ("p50", "p95", "p99", "p999")
+_WARN = style.color("article")
+_FLOOR_MS = 0.01   # the percentile panel's floor (log axis)
+_TYPES = ("h100_sxm", "mi300x", "mtia_v2")   # the classroom cluster's device types, in its order
 
 
 class SystemExplorer(BlittedExplorer):
@@ -79,7 +81,7 @@ class SystemExplorer(BlittedExplorer):
             "hedge": slider(widgets.FloatSlider, "hedge at x expected (0 off)", value=hedge, min=0.0, max=5.0,
                             step=0.25, readout_format=".2f"),
         }
-        super().__init__(controls, new_figure(10.0, 3.0))
+        super().__init__(controls, new_figure(11.0, 3.6))
         self.seeds_button = widgets.Button(description="p95 over 5 more seeds", tooltip="slower: ~5 runs")
         self.seeds_button.on_click(self._on_seeds)
         self.presets_button = widgets.Button(description="all presets here", tooltip="slower: 5 runs")
@@ -87,7 +89,7 @@ class SystemExplorer(BlittedExplorer):
         self.widget.children = (widgets.HBox([self.widget.children[0].children[0],
                                               widgets.VBox([self.readout, widgets.HBox([self.seeds_button, self.presets_button])])]),
                                 self.image)
-        self.figure.subplots_adjust(left=0.115, right=0.985, bottom=0.17, top=0.86, wspace=0.45)
+        self.figure.subplots_adjust(left=0.11, right=0.975, bottom=0.16, top=0.9, wspace=0.4)
         self._ax_budget, self._ax_pct, self._ax_util = self.figure.subplots(1, 3)
         self._axes = (self._ax_budget, self._ax_pct, self._ax_util)
         self._init_artists()
@@ -100,30 +102,41 @@ class SystemExplorer(BlittedExplorer):
 
     def _init_artists(self) -> None:
         ax = self._ax_budget
-        self._bars = ax.barh(np.arange(len(_PARTS)), np.zeros(len(_PARTS)), color=_COLORS, animated=True)
-        ax.set_yticks(np.arange(len(_PARTS)), [p.replace("_", " ") for p in _PARTS], fontsize=8)
+        # Direct labels: each bar is named by its tick label (no legend needed).
+        self._bars = ax.barh(np.arange(len(_PARTS)), np.zeros(len(_PARTS)), color=style.colors(_PARTS),
+                             edgecolor=style.color("theory"), linewidth=0.5, animated=True)
+        ax.set_yticks(np.arange(len(_PARTS)), [p.replace("_", " ") for p in _PARTS], fontsize=style.SMALL_PT)
         ax.invert_yaxis()
-        ax.set_xlabel("mean ms of decision latency", fontsize=8)
+        ax.set_xlabel("mean ms of decision latency", fontsize=style.FONT_PT)
         ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_xlim(0, 5)
         ax = self._ax_pct
-        (self._pct_line,) = ax.plot(np.arange(4), np.ones(4), "o-", lw=2, color="tab:blue", animated=True)
-        self._article = ax.axhline(3.7, color="crimson", ls="--", lw=1, animated=True)
-        self._other_lines = [ax.plot(np.arange(4), np.ones(4), "-", lw=1, color="0.6", animated=True,
+        (self._pct_line,) = ax.plot(np.arange(4), np.ones(4), "o-", lw=2, color=style.OKABE_ITO["blue"],
+                                    animated=True, label="this preset")
+        self._article = ax.axhline(3.7, color=style.color("article"), ls="--", lw=1.5, animated=True,
+                                   label="article (C39-C43)")
+        self._other_lines = [ax.plot(np.arange(4), np.ones(4), "-", lw=1, color=style.color("other"), animated=True,
                                      visible=False)[0] for _ in system_model.PRESET_NAMES]
         ax.set_xticks(np.arange(4), ["p50", "p95", "p99", "p99.9"])
-        ax.set_yscale("log")
-        ax.set_ylim(0.05, 5000)
-        ax.set_ylabel("decision latency (ms)", fontsize=8)
+        style.log_axis(ax, [0.01, 0.1, 1, 10, 100, 1000])
+        ax.set_ylim(_FLOOR_MS, 5000)
+        ax.set_ylabel("decision latency (ms)", fontsize=style.FONT_PT)
+        # Lower right stays empty: every line rises to its p99.9, and no p99.9 is near 0.1 ms.
+        # (A proxy for the grey lines: they are hidden until the presets button is pressed.)
+        others = Line2D([], [], lw=1, color=style.color("other"), label="other presets")
+        style.legend(ax, handles=[self._pct_line, self._article, others], loc="lower right",
+                     borderpad=0.3, labelspacing=0.25)
         ax = self._ax_util
-        self._util_lines = [ax.plot([], [], lw=1.5, color=c, animated=True)[0] for c in _TYPE_COLORS]
+        self._util_lines = [ax.plot([], [], lw=1.5, color=style.color(t), animated=True, label=t)[0] for t in _TYPES]
         ax.set_ylim(0, 1.05)
         ax.set_xlim(0, system_model.EXPLORER_DURATION_S)
-        ax.set_xlabel("simulated time (s)", fontsize=8)
-        ax.set_ylabel("devices busy (with training)", fontsize=8)
+        ax.set_xlabel("simulated time (s)", fontsize=style.FONT_PT)
+        ax.set_ylabel("devices busy", fontsize=style.FONT_PT)
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.xaxis.set_major_locator(MaxNLocator(3))
-        self._titles = [a.set_title("", fontsize=9) for a in self._axes]
+        # Lower right stays empty: the devices fill up within the first tenth of the run.
+        style.legend(ax, loc="lower right", borderpad=0.3, labelspacing=0.25)
+        self._titles = [a.set_title("", fontsize=style.FONT_PT) for a in self._axes]
         for t in self._titles:
             t.set_animated(True)
         self._animated = [*self._bars, *self._other_lines, self._pct_line, self._article, *self._util_lines,
@@ -179,23 +192,22 @@ class SystemExplorer(BlittedExplorer):
             bar.set_width(v)
         total = parts["total"]["mean"] or 0.0
         self._ax_budget.set_xlim(0, _nice(max(means.max(), 1e-3) * 1.15))
-        self._titles[0].set_text(f"mean decision latency {total:.2f} ms", )
+        self._titles[0].set_text(f"mean latency {total:.2f} ms")
         ms = np.array([sc.pct(q) for q in _QS])
-        self._pct_line.set_data(np.arange(4), np.where(np.isfinite(ms), np.maximum(ms, 0.05), np.nan))
+        self._pct_line.set_data(np.arange(4), np.where(np.isfinite(ms), np.maximum(ms, _FLOOR_MS), np.nan))
         art = ARTICLE_FIGURES_MS.get(sc.preset, 3.7)
         self._article.set_ydata([art, art])
         for line, p in zip(self._other_lines, system_model.PRESET_NAMES):
             ms_p = None if self.others is None or p == sc.preset else self.others.get(p)
             line.set_visible(ms_p is not None)
             if ms_p is not None:
-                line.set_ydata(np.maximum(np.asarray(ms_p, dtype=float), 0.05))
-        self._titles[1].set_text(f"{sc.preset}: p95 {sc.pct('p95'):.3g} ms (article, red: {art:g} ms)")
+                line.set_ydata(np.maximum(np.asarray(ms_p, dtype=float), _FLOOR_MS))
+        self._titles[1].set_text(f"{sc.preset}: p95 {sc.pct('p95'):.3g} ms")
         series = r["utilization_series"]
-        keys = [k for k in series if k != "t_s"]
-        for line, k in zip(self._util_lines, keys):
-            line.set_data(series["t_s"], series[k])
-        for line in self._util_lines[len(keys):]:
-            line.set_visible(False)
+        for line, k in zip(self._util_lines, _TYPES):
+            line.set_visible(k in series)
+            if k in series:
+                line.set_data(series["t_s"], series[k])
         mean_u = np.mean([v for v in r["utilization_with_training"].values() if v is not None])
         self._titles[2].set_text(f"busy devices, mean {mean_u:.0%}")
 
@@ -221,14 +233,15 @@ def readout_html(sc: system_model.SystemScenario, spread=None, others=None) -> s
             f"RTT {sc.rtt_us:g} µs, {sc.schedulers} schedulers, hedge {sc.hedge_factor:g} "
             f"&nbsp; <i>({html.escape(backend())} backend)</i>")
     if not sc.ok:
-        return (f"<div class='magnum-readout'>{head}<br><b style='color:crimson'>invalid: "
+        return (f"<div class='magnum-readout'>{head}<br><b style='color:{_WARN}'>invalid: "
                 f"{html.escape(sc.message)}</b></div>")
     r = sc.result
     lat = ", ".join(f"{q} {_fmt(sc.pct(q), ' ms')}" for q in _QS)
+    lat += f" (article's figure for {html.escape(sc.preset)}: {ARTICLE_FIGURES_MS.get(sc.preset, 3.7):g} ms)"
     req = r["requests"]
     sla = ", ".join(f"{k} {v:.0%}" for k, v in r["sla_attainment"].items() if v is not None)
     started = ("" if sc.started_fraction > 0.99 else
-               f"<br><b style='color:crimson'>only {sc.started_fraction:.0%} of requests started: "
+               f"<br><b style='color:{_WARN}'>only {sc.started_fraction:.0%} of requests started: "
                "percentiles are over those, and grow with the run</b>")
     extra = ""
     if spread is not None:
@@ -244,8 +257,7 @@ def readout_html(sc: system_model.SystemScenario, spread=None, others=None) -> s
             f"{r['leases']['issued']:,} leases<br>"
             f"SLA met: {sla}<br>hedges {r['hedges']['issued']:,}, micro-preemptions "
             f"{r['preemptions']['micro']:,}, checkpoint preemptions {r['preemptions']['checkpoint']:,}; "
-            f"energy {r['energy_per_request_j']:.1f} J/request{started}{extra}<br><small>right panel: "
-            + ", ".join(f"{k} {c[4:]}" for k, c in zip(r["utilization"], _TYPE_COLORS)) + "</small></div>")
+            f"energy {r['energy_per_request_j']:.1f} J/request{started}{extra}</div>")
 
 
 def system_explorer(seed: int = 0, **initial) -> SystemExplorer:
