@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from magnum_lib import cli
@@ -389,6 +389,7 @@ _TYPES = _flag_types()
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.one_of(st.text(max_size=40), _NUMBERISH))
+@example(text="-1E300")  # a negative huge integer: its refusal once echoed all 301 digits
 def test_flag_types_return_in_range_or_refuse_in_one_short_line(text):
     """Any text, every declared type: a value in range, or ArgumentTypeError with a short message."""
     for label, flag_type in _TYPES.items():

@@ -169,7 +169,7 @@ class Int(FlagType):
         if value is None:
             raise _refuse(f"must be an integer, got {excerpt(text)}")
         if value < self.lo:
-            raise _refuse(f"must be >= {self.lo}, got {value}")
+            raise _refuse(f"must be >= {self.lo}, got {_num(value)}")
         if value > self.hi:
             raise _refuse(f"must be <= {self.hi}, got {_num(value)}")
         return value
