@@ -59,7 +59,7 @@ from __future__ import annotations
 from magnum_lib.sim.config import EVOLUTION, make_config
 from magnum_lib.sim.run import run_config
 
-__all__ = ["ARTICLE_FIGURES_MS", "WORKLOAD", "compare", "cheetah_vs_two_choices"]
+__all__ = ["ARTICLE_FIGURES_MS", "WORKLOAD", "compare", "cheetah_vs_two_choices", "planner_effect"]
 
 #: The article's latency per step, milliseconds (C39-C43; C41 names its p95).
 ARTICLE_FIGURES_MS = {"borg_like": 1000.0, "borg_plus": 200.0, "cheetah": 50.0, "magnum_v1": 15.0,
@@ -75,7 +75,7 @@ def _row(preset: str, out: dict) -> dict:
             "breakdown_mean_ms": {k: v["mean"] for k, v in d["breakdown"].items()},
             "started": out["requests"]["started"], "requests": out["requests"]["total"],
             "lease_failure_rate": out["lease_failure_rate"], "sla_attainment": out["sla_attainment"],
-            "wall_s": out["wall_s"]}
+            "energy_per_request_j": out["energy_per_request_j"], "wall_s": out["wall_s"]}
 
 
 def compare(presets=EVOLUTION, backend=None, **workload) -> list[dict]:
@@ -98,6 +98,18 @@ def cheetah_vs_two_choices(backend=None, **workload) -> dict:
     return {"hash": _row("cheetah", ring), "two_choices": _row("cheetah+two-choices", two)}
 
 
+def planner_effect(presets=("magnum_v1", "magnum_v2"), backend=None, **workload) -> dict:
+    """Each preset with the global planner's hints (its default, policy "hints") and without
+    (policy "two-choices": the regional schedulers alone), on the same workload."""
+    kw = {**WORKLOAD, **workload}
+    cluster = kw.pop("cluster")
+    return {p: {"hints": _row(p, run_config(make_config(p, cluster, **kw), backend=backend)),
+                "no_hints": _row(p + "-hints", run_config(make_config(p, cluster, policy="two-choices", **kw),
+                                                          backend=backend))}
+            for p in presets}
+
+
 if __name__ == "__main__":  # pragma: no cover - the figures quoted above
     import json
-    print(json.dumps({"compare": compare(), "cheetah": cheetah_vs_two_choices()}, indent=1))
+    print(json.dumps({"compare": compare(), "cheetah": cheetah_vs_two_choices(), "planner": planner_effect()},
+                     indent=1))

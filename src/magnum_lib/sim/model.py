@@ -256,7 +256,7 @@ def graph_residency(cfg: SimConfig, keys, node_type: np.ndarray, region: int):
                 continue
             if key not in resident:  # the tenants of this type's nodes (one stream per region and type)
                 resident[key] = tenant_reservations(int(on_t.sum()), cfg.graph_tenants, key,
-                                                    cfg.graph_memory_pressure, seed=cfg.seed * 1000 + region * 16 + t)
+                                                    cfg.graph_memory_pressure, seed=graph_seed(cfg, region, t))
             try:
                 need = reserve(manifest, device=key).peak_memory_bytes
             except ValueError:  # larger than the device: no node of this type can hold it
@@ -266,6 +266,11 @@ def graph_residency(cfg: SimConfig, keys, node_type: np.ndarray, region: int):
             ok[c, on_t] = fits
             left[c, on_t] = rest
     return ok, left
+
+
+def graph_seed(cfg: SimConfig, region: int, type_code: int) -> int:
+    """Seed of the tenant graphs on region ``region``'s nodes of type ``type_code``."""
+    return int(np.random.SeedSequence([cfg.seed, region, type_code, 7]).generate_state(1, np.uint64)[0] >> 1)
 
 
 def _streams(cfg: SimConfig, lay: "RegionLayout", shares: np.ndarray):
@@ -441,7 +446,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
     run.node_cell = node_cell
     run.layout = lay
     run.t = 0
-    run.next_plan = 0
+    run.plan_times = []  # when hints were applied (ns)
     if layout is not None and getattr(layout, "hints", None) is not None:
         apply_hints(run, layout.hints)
     return run
@@ -521,6 +526,7 @@ def apply_hints(run, hints: list) -> None:
         off += len(nodes)
     A["hint_off"][len(hints)] = off
     A["hint_nodes"][off:] = -1
+    run.plan_times.append(run.t)
 
 
 def _plan_hints(run: RegionRun, t_ns: int) -> None:
