@@ -14,7 +14,7 @@ cheetah        consistent hashing of requests to nodes (one ring point per node)
                scan, no view; the owner queues whatever it is given; kill-preemption   (C41)
 magnum_v1      regional schedulers (4) in rounds every 3.7 ms (C25) on gossip views   15 ms (C42)
                + Bloom digest, speculative leases, refusals retried, checkpointed
-               preemption at 25 GB/s
+               preemption at 25 GB/s; the global planner's soft hints (C8-C12)
 magnum_v2      + cost-model dispatch (types meeting the SLA first), graph             3.7 ms
                pre-reservation (no 10 ms graph load on MTIA), the node Bouncer         (C43)
                (micro-preemption in 20 us, 250 us decision quantum), tail hedging
@@ -22,9 +22,18 @@ magnum_v2      + cost-model dispatch (types meeting the SLA first), graph       
 
 Measured on one workload (:func:`compare`: the ``region`` cluster, 5,000 nodes, load 0.3 =
 about 300 k requests/s, 1 simulated second, seed 0; ``python -m magnum_lib.sim.evolution``),
-decision latency p95: borg_like 0.92 s, borg_plus 0.92 s, cheetah 0.22 s, magnum_v1 69 ms,
-magnum_v2 3.7 ms (figures in ``/work/notes/sim.md``; they depend on the run length where a
-queue grows without bound). Which assumptions give the article's figure, step by step:
+decision latency p95: borg_like 0.92 s, borg_plus 0.92 s, cheetah 0.22 s, magnum_v1 3.6 ms,
+magnum_v2 3.8 ms (figures in ``/work/notes/sim.md`` and ``/work/notes/simwire.md``; they depend
+on the run length where a queue grows without bound). Without the global planner's hints
+(:func:`planner_effect`, policy "two-choices") magnum_v1's p95 is 69 ms and magnum_v2's 3.7 ms.
+
+The planner (layer 1) plans at t = 0 from the region's snapshot and every 30 s after (C8), so
+a 1 s run keeps its t = 0 hints: per class, nodes with at least half their devices free,
+enough for 1.5x the devices the class keeps busy (:mod:`magnum_lib.planner.streams`);
+the schedulers try the better of two hinted nodes first and fall back to their own
+two-choices placement. v1's planner is heterogeneity-blind like its schedulers (any
+type); v2's asks for each class's cost-model type. Which assumptions give the article's
+figure, step by step:
 
 * borg_like, ~1 s: **given by saturation**, not by a per-decision cost. A cell scheduler
   does at most 1 / (5 us + 1,250 x 400 ns) ~ 2,000 decisions/s; at the region's traffic
@@ -41,18 +50,29 @@ queue grows without bound). Which assumptions give the article's figure, step by
   about e^-3.3 = 4 % of nodes, are overloaded and their queues grow). The **figure is
   not**: ours is ~220 ms and grows with the run; 50 ms needs many virtual nodes
   or a lower load (``ring_vnodes``, ``load``).
-* magnum_v1, 15 ms: **the order of magnitude is reproduced, not the figure**: p50
-  2.1 ms (half a 3.7 ms round), p95 69 ms, from retries of leases refused on stale views
-  (12% of leases) as heterogeneity-blind placement fills devices with requests 5-25x
-  slower than on their best type (llm_decode on MTIA: 0.73 s); the p99 (2.6 s) is
-  checkpointed preemption, memory / 25 GB/s = 1.6-3.8 s. The p95 grows with the run
-  (3.7 ms after 0.3 s). 15 ms at p99 would need C15's "within 1ms" checkpoints
-  (~20 TB/s) and a homogeneous fleet.
-* magnum_v2, 3.7 ms: **reproduced at p95**, by C25's round period: a request waits on
+* magnum_v1, 15 ms: **not reproduced; the planner's hints take v1 to one round.** p50 2.0 ms
+  (half a 3.7 ms round), p95 3.6 ms, p99 3.8 ms. Without the hints, v1's p95 is 69 ms and its
+  p99 2.6 s: random two-choices draws land on nodes whose last free devices several
+  schedulers see on stale views (12% of leases refused and retried), and on nodes full of
+  training, whose checkpointed preemption takes memory / 25 GB/s = 1.6-3.8 s (5,500
+  preemptions). The t = 0 hints point at nodes with at least half their devices free:
+  0.1% of leases refused, 1,040 preemptions. v1's 15 ms is therefore bracketed by v1 with
+  and without the planner (3.6 ms and 69 ms); it would need a planner that helps less
+  (fewer hinted nodes, ``hint_headroom``) or stale hints (a planner that lags the load).
+* magnum_v2, 3.7 ms: **reproduced at p95** (3.8 ms), by C25's round period: a request waits on
   average half a round (1.85 ms), at most one round (3.7 ms), plus RTT (0.1 ms) and the
   250 us quantum; micro-preemption (20 us) and cost-model placement keep retries and
   slow devices out of the tail. The figure follows from the round period, not from
-  anything the scheduler computes.
+  anything the scheduler computes. v2 is a tenth of a millisecond *above* v1 at p95: the
+  250 us decision quantum. The hints do not lower v2's latency (p95 3.8 ms with, 3.7 ms
+  without); they improve placement: they send ranking and llm_decode to their cost-model
+  type (MI300X), so energy per request falls 9% (19.0 J against 21.0 J) and SLA
+  attainment rises (ranking 96.7% against 93.9%), at the price of 1.1% refused leases
+  (0.01% without) and 13,800 micro-preemptions on the crowded MI300X nodes.
+* graph pre-reservation (v2): the class's static graph (``recsys_ours``, 8.5 GB) is
+  reserved on the MTIA nodes where it fits beside the nodes' other tenants
+  (:mod:`magnum_lib.graph.residency`, 9 tenant graphs per node): about 70% of the MTIA
+  nodes serve mtia_graph without a graph load; the others cannot serve it.
 """
 from __future__ import annotations
 
@@ -104,7 +124,7 @@ def planner_effect(presets=("magnum_v1", "magnum_v2"), backend=None, **workload)
     kw = {**WORKLOAD, **workload}
     cluster = kw.pop("cluster")
     return {p: {"hints": _row(p, run_config(make_config(p, cluster, **kw), backend=backend)),
-                "no_hints": _row(p + "-hints", run_config(make_config(p, cluster, policy="two-choices", **kw),
+                "no_hints": _row(p + " (no planner)", run_config(make_config(p, cluster, policy="two-choices", **kw),
                                                           backend=backend))}
             for p in presets}
 
