@@ -131,7 +131,7 @@ def ours_and_simpy(seconds: float) -> dict:
     from magnum_lib.sim import make_config
     from magnum_lib.sim.model import build_region, run_region
 
-    cfg = make_config("magnum_v2", "classroom", duration_s=seconds, load=0.5, view="fresh", preempt="none",
+    cfg = make_config("magnum_v2", "classroom", duration_s=seconds, load=0.5, view="fresh", preempt="none", policy="two-choices",
                       hedge_factor=0.0, digest_interval_s=0.0, pre_reserve=True, seed=0)
     run = build_region(cfg)
     t0 = time.perf_counter()

@@ -48,7 +48,7 @@ def test_the_exchange_changes_results():
     alone = [plan_hints([sn], plan_seed(cfg, [r], 0))[0] for r, sn in enumerate(snaps)]
     counts = lambda h: [[len(x) for x in reg] for reg in h]  # noqa: E731
     assert counts(fleet) != counts(alone)  # the fleet planner moves class shares between regions
-    jobs = np.sum([sn["stream_jobs"] for sn in snaps], axis=0)
+    jobs = np.bincount(snaps[0]["stream_class"], weights=np.sum([sn["stream_jobs"] for sn in snaps], axis=0))
     assert (np.sum(counts(fleet), axis=0) <= jobs).all()  # no class hinted beyond the fleet's demand
     exchanged = run_config(cfg)
     separate = summarize([region_digest(cfg, r) for r in range(cfg.regions)], 0.0)

@@ -222,7 +222,7 @@ class RegionLayout:
         ref_time = np.array([times[c][present].min() for c in range(C)])
         self.rate = cfg.rate if cfg.rate > 0 else cfg.load * max(self.inf_dev, 1) / float(shares @ ref_time)
         self.rng = rng
-        self.stream_type, self.stream_jobs = _streams(cfg, self, shares)
+        self.stream_class, self.stream_type, self.stream_jobs = _streams(cfg, self, shares)
 
 
 def graph_residency(cfg: SimConfig, keys, node_type: np.ndarray, region: int):
@@ -274,30 +274,40 @@ def graph_seed(cfg: SimConfig, region: int, type_code: int) -> int:
 
 
 def _streams(cfg: SimConfig, lay: "RegionLayout", shares: np.ndarray):
-    """The planner's view of each class: the node type its jobs ask for and how many jobs.
+    """The planner's streams: (class, node type) pairs and how many jobs each asks for.
 
-    Type: the cost model's first type under ``hetero_aware`` (or where the class cannot run
-    on every type present), else any type (-1), like the schedulers' own pools. Jobs:
-    ``hint_jobs`` each, or (0) enough half nodes for ``hint_headroom`` x the devices the
-    class keeps busy on average (rate x share x mean service on its types).
+    Types, like the schedulers' own pools: under ``hetero_aware`` the class's types meeting
+    its SLA (the cost model; its first type if none does), else every eligible type
+    (type -1, "any", when that is every type present). A class's expected busy devices
+    (rate x share x mean service, the mean over its types weighted by their devices) are
+    split over its types in proportion to their devices. Jobs: ``hint_jobs`` per class, or
+    (0) enough half nodes for ``hint_headroom`` x those devices.
     """
     from magnum_lib.planner.streams import jobs_for_devices
     times, node_type, C = lay.times, lay.node_type, len(cfg.classes)
-    present = np.unique(node_type)
-    stype = np.full(C, -1, dtype=np.int64)
-    busy = np.zeros(C)
+    present = [int(t) for t in np.unique(node_type)]
     dev_t = np.bincount(node_type, weights=lay.node_dev, minlength=times.shape[1])
+    s_cls, s_type, s_dev = [], [], []
     for c in range(C):
         el = [t for t in present if np.isfinite(times[c, t])]
-        if cfg.hetero_aware or len(el) < len(present) or not lay.graph_ok[c].all():
-            stype[c] = type_order(cfg, times, lay.energy, c)[0]
-            mean_s = times[c, stype[c]]
+        if cfg.hetero_aware:
+            types = [t for t in el if times[c, t] <= cfg.classes[c].sla_s] or [type_order(cfg, times, lay.energy, c)[0]]
         else:
-            mean_s = float(dev_t[el] @ times[c, el] / dev_t[el].sum())
-        busy[c] = lay.rate * shares[c] * (mean_s + cfg.classes[c].setup_s * (not cfg.pre_reserve))
+            types = el
+        w = dev_t[types] / dev_t[types].sum()
+        busy = lay.rate * shares[c] * (float(w @ times[c, types]) + cfg.classes[c].setup_s * (not cfg.pre_reserve))
+        if len(types) == len(present) and not cfg.hetero_aware:
+            s_cls.append(c), s_type.append(-1), s_dev.append(busy)
+            continue
+        for t, wt in zip(types, w):
+            s_cls.append(c), s_type.append(t), s_dev.append(busy * wt)
+    s_cls = np.array(s_cls, dtype=np.int64)
     if cfg.hint_jobs > 0:
-        return stype, np.full(C, cfg.hint_jobs, dtype=np.int64)
-    return stype, jobs_for_devices(busy * cfg.hint_headroom, hint_demand(cfg), len(node_type))
+        counts = np.bincount(s_cls, minlength=C)
+        jobs = -(-cfg.hint_jobs // counts[s_cls])  # hint_jobs per class, split over its streams
+    else:
+        jobs = jobs_for_devices(np.array(s_dev) * cfg.hint_headroom, hint_demand(cfg), len(node_type))
+    return s_cls, np.array(s_type, dtype=np.int64), jobs
 
 
 def hint_demand(cfg: SimConfig) -> int:
@@ -466,8 +476,9 @@ def region_snapshot(obj) -> dict:
         free = lay.node_dev - lay.train
     return dict(region=lay.region, free=np.maximum(free, 0).astype(np.int16), node_type=lay.node_type.astype(np.int8),
                 node_cell=lay.node_cell.astype(np.int32), node_dev=lay.node_dev.astype(np.int16),
-                type_keys=tuple(lay.keys), stream_type=lay.stream_type, stream_jobs=lay.stream_jobs,
-                priority=np.array([c.priority for c in lay.cfg.classes], dtype=np.int64), job_demand=hint_demand(lay.cfg))
+                type_keys=tuple(lay.keys), stream_class=lay.stream_class, stream_type=lay.stream_type,
+                stream_jobs=lay.stream_jobs, n_classes=len(lay.cfg.classes), job_demand=hint_demand(lay.cfg),
+                priority=np.array([c.priority for c in lay.cfg.classes], dtype=np.int64)[lay.stream_class])
 
 
 def plan_hints(snaps: list, seed: int, t_ns: int = 0) -> list:
@@ -489,12 +500,15 @@ def plan_hints(snaps: list, seed: int, t_ns: int = 0) -> list:
     goff = np.concatenate([[0], np.cumsum(cells)])
     group = np.concatenate([sn["node_cell"].astype(np.int64) + goff[k] for k, sn in enumerate(snaps)])
     jobs = np.sum([sn["stream_jobs"] for sn in snaps], axis=0)
-    per_class, _ = stream_hints(
+    per_stream, _ = stream_hints(
         group, np.concatenate([sn["node_type"] for sn in snaps]).astype(np.int64),
         np.concatenate([sn["node_dev"] for sn in snaps]).astype(np.int64),
         np.concatenate([sn["free"] for sn in snaps]).astype(np.int64), np.full(int(goff[-1]), 100.0),
         jobs, snaps[0]["stream_type"], snaps[0]["priority"], snaps[0]["job_demand"],
         seed=seed, type_keys=keys, time_s=t_ns / NS_PER_S)
+    scls = snaps[0]["stream_class"]
+    per_class = [np.concatenate([per_stream[i] for i in np.flatnonzero(scls == c)] or [np.zeros(0, np.int64)])
+                 for c in range(snaps[0]["n_classes"])]
     return [[np.sort(nodes[(nodes >= offs[k]) & (nodes < offs[k + 1])] - offs[k]) for nodes in per_class]
             for k in range(len(snaps))]
 
