@@ -109,7 +109,7 @@ class SimConfig:
     hint_jobs: int = 0  # hinted nodes per class; 0: sized from the class's expected devices (hint_headroom)
     hint_headroom: float = 1.5  # hint_jobs 0: a class is hinted whole free nodes for this x its expected devices
     pre_reserve: bool = False  # static graphs reserved on the nodes where they fit (graph.residency)
-    graph_tenants: int = 9  # other tenants' static graphs drawn per static-graph node (0: empty nodes)
+    graph_tenants: int = 8  # other tenants' static graphs drawn per static-graph node (0: empty nodes)
     graph_memory_pressure: float = 0.1  # a tenant graph's mean reservation / device memory
     # views
     view: str = "gossip"  # "fresh" (truth + in-flight), "round" (truth at each round), "gossip"

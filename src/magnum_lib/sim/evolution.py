@@ -23,7 +23,7 @@ magnum_v2      + cost-model dispatch (types meeting the SLA first), graph       
 Measured on one workload (:func:`compare`: the ``region`` cluster, 5,000 nodes, load 0.3 =
 about 300 k requests/s, 1 simulated second, seed 0; ``python -m magnum_lib.sim.evolution``),
 decision latency p95: borg_like 0.92 s, borg_plus 0.92 s, cheetah 0.22 s, magnum_v1 3.6 ms,
-magnum_v2 3.8 ms (figures in ``/work/notes/sim.md`` and ``/work/notes/simwire.md``; they depend
+magnum_v2 3.7 ms (figures in ``/work/notes/sim.md`` and ``/work/notes/simwire.md``; they depend
 on the run length where a queue grows without bound). Without the global planner's hints
 (:func:`planner_effect`, policy "two-choices") magnum_v1's p95 is 69 ms and magnum_v2's 3.7 ms.
 
@@ -32,7 +32,7 @@ a 1 s run keeps its t = 0 hints: per class, nodes with at least half their devic
 enough for 1.5x the devices the class keeps busy (:mod:`magnum_lib.planner.streams`);
 the schedulers try the better of two hinted nodes first and fall back to their own
 two-choices placement. v1's planner is heterogeneity-blind like its schedulers (any
-type); v2's asks for each class's cost-model type. Which assumptions give the article's
+type); v2's asks, like v2's pools, for the types meeting each class's SLA. Which assumptions give the article's
 figure, step by step:
 
 * borg_like, ~1 s: **given by saturation**, not by a per-decision cost. A cell scheduler
@@ -59,19 +59,23 @@ figure, step by step:
   0.1% of leases refused, 1,040 preemptions. v1's 15 ms is therefore bracketed by v1 with
   and without the planner (3.6 ms and 69 ms); it would need a planner that helps less
   (fewer hinted nodes, ``hint_headroom``) or stale hints (a planner that lags the load).
-* magnum_v2, 3.7 ms: **reproduced at p95** (3.8 ms), by C25's round period: a request waits on
+* magnum_v2, 3.7 ms: **reproduced at p95** (3.72 ms), by C25's round period: a request waits on
   average half a round (1.85 ms), at most one round (3.7 ms), plus RTT (0.1 ms) and the
   250 us quantum; micro-preemption (20 us) and cost-model placement keep retries and
   slow devices out of the tail. The figure follows from the round period, not from
   anything the scheduler computes. v2 is a tenth of a millisecond *above* v1 at p95: the
-  250 us decision quantum. The hints do not lower v2's latency (p95 3.8 ms with, 3.7 ms
-  without); they improve placement: they send ranking and llm_decode to their cost-model
-  type (MI300X), so energy per request falls 9% (19.0 J against 21.0 J) and SLA
-  attainment rises (ranking 96.7% against 93.9%), at the price of 1.1% refused leases
-  (0.01% without) and 13,800 micro-preemptions on the crowded MI300X nodes.
+  250 us decision quantum. The hints change little in v2, whose pools already follow the
+  cost model: p95 3.718 ms with, 3.717 ms without; energy per request 20.97 J against
+  20.95 J; SLA attainment within 0.3 points per class; refused leases 0.040% against
+  0.011% (each class kept to its hinted nodes collides more often on stale views). How much
+  the hints help depends on how many nodes they name (``hint_headroom``): on the 1,250-node
+  cell of notebook 08, 3x instead of 1.5x brings v2's refusals from 0.33% to 0.08% and
+  v1's from 0.29% to 4% (v1's extra hinted nodes are the training-held ones its own draws
+  hit). A variant that hinted only each class's first cost-model type (MI300X for three
+  classes) cut v2's energy per request by 9% but refused 1.1% of the leases.
 * graph pre-reservation (v2): the class's static graph (``recsys_ours``, 8.5 GB) is
   reserved on the MTIA nodes where it fits beside the nodes' other tenants
-  (:mod:`magnum_lib.graph.residency`, 9 tenant graphs per node): about 70% of the MTIA
+  (:mod:`magnum_lib.graph.residency`, 8 tenant graphs per node): ~96% of the region's MTIA
   nodes serve mtia_graph without a graph load; the others cannot serve it.
 """
 from __future__ import annotations
