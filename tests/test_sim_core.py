@@ -49,7 +49,7 @@ def test_backends_agree_on_every_mechanism(knobs):
 def test_planner_hints_steer_placements():
     """With policy "hints" (magnum_v2) the planner's chosen nodes (replanned every 10 ms, sized
     to each class's demand) get far more than their share of the placements; the hints are
-    nodes of each class's cost-model type."""
+    nodes of types meeting each class's SLA (the cost model)."""
     cfg = make_config("magnum_v2", "region", duration_s=0.05, seed=1, load=0.3,
                       planner_interval_s=0.01, digest_interval_s=0.01)
     run = run_region(build_region(cfg))
@@ -57,8 +57,9 @@ def test_planner_hints_steer_placements():
     off = A["hint_off"]
     hints = [set(A["hint_nodes"][off[c]:off[c + 1]].tolist()) for c in range(len(cfg.classes))]
     assert sum(map(len, hints)) > 0
-    for c, h in enumerate(hints):
-        assert all(A["node_type"][i] == run.hint_types[c] for i in h)
+    for c, h in enumerate(hints):  # v2's planner asks for the types meeting the class's SLA
+        sla_types = {t for t in range(len(run.type_keys)) if run.times[c, t] <= cfg.classes[c].sla_s}
+        assert all(A["node_type"][i] in sla_types for i in h)
     placed = np.flatnonzero(A["node"] >= 0)[-2000:]
     on_hint = np.array([A["node"][r] in hints[A["cls"][r]] for r in placed])
     share = np.mean([len(hints[A["cls"][r]]) / len(A["node_dev"]) for r in placed])

@@ -32,22 +32,20 @@ def planner():
     return planner_effect(**WORKLOAD)
 
 
-def _sla(row):
-    shares = {c.name: c.share for c in make_config("magnum_v2").classes}
-    return sum(shares[k] * v for k, v in row["sla_attainment"].items())
-
-
 def test_the_planner_takes_v1_to_one_round(planner):
     on, off = planner["magnum_v1"]["hints"], planner["magnum_v1"]["no_hints"]
     assert off["p95_ms"] > 5 * on["p95_ms"]
+    assert off["p99_ms"] > 100 * on["p99_ms"]  # no checkpointed preemption in v1's tail
     assert off["lease_failure_rate"] > 10 * on["lease_failure_rate"]
 
 
-def test_the_planner_improves_v2_placement_not_its_latency(planner):
+def test_the_planner_changes_little_in_v2(planner):
+    """v2's pools already follow the cost model: the hints (its types meeting the SLA) leave
+    latency and energy where they were and cost a few refused leases."""
     on, off = planner["magnum_v2"]["hints"], planner["magnum_v2"]["no_hints"]
-    assert on["energy_per_request_j"] < 0.95 * off["energy_per_request_j"]
-    assert _sla(on) > _sla(off)
-    assert abs(on["p95_ms"] - off["p95_ms"]) < 0.5  # both one round
+    assert abs(on["p95_ms"] - off["p95_ms"]) < 0.1
+    assert abs(on["energy_per_request_j"] / off["energy_per_request_j"] - 1) < 0.02
+    assert off["lease_failure_rate"] <= on["lease_failure_rate"] < 0.001
 
 
 def test_borg_like_is_saturated_by_its_scan(rows):

@@ -65,17 +65,17 @@ figure, step by step:
   slow devices out of the tail. The figure follows from the round period, not from
   anything the scheduler computes. v2 is a tenth of a millisecond *above* v1 at p95: the
   250 us decision quantum. The hints change little in v2, whose pools already follow the
-  cost model: p95 3.718 ms with, 3.717 ms without; energy per request 20.97 J against
-  20.95 J; SLA attainment within 0.3 points per class; refused leases 0.040% against
-  0.011% (each class kept to its hinted nodes collides more often on stale views). How much
+  cost model: p95 3.717 ms with, 3.716 ms without; energy per request 20.96 J against
+  20.94 J; SLA attainment within 0.3 points per class; refused leases 0.016% against
+  0.002% (each class kept to its hinted nodes collides more often on stale views). How much
   the hints help depends on how many nodes they name (``hint_headroom``): on the 1,250-node
-  cell of notebook 08, 3x instead of 1.5x brings v2's refusals from 0.33% to 0.08% and
+  cell of notebook 08, 3x instead of 1.5x brings v2's refusals from 0.15% to 0.02% and
   v1's from 0.29% to 4% (v1's extra hinted nodes are the training-held ones its own draws
   hit). A variant that hinted only each class's first cost-model type (MI300X for three
   classes) cut v2's energy per request by 9% but refused 1.1% of the leases.
 * graph pre-reservation (v2): the class's static graph (``recsys_ours``, 8.5 GB) is
   reserved on the MTIA nodes where it fits beside the nodes' other tenants
-  (:mod:`magnum_lib.graph.residency`, 8 tenant graphs per node): ~96% of the region's MTIA
+  (:mod:`magnum_lib.graph.residency`, 8 tenant graphs per node): 97% of the region's MTIA
   nodes serve mtia_graph without a graph load; the others cannot serve it.
 """
 from __future__ import annotations
