@@ -28,8 +28,16 @@ def test_latency_falls_step_by_step(rows):
 
 
 @pytest.fixture(scope="module")
-def planner():
-    return planner_effect(**WORKLOAD)
+def planner(rows):
+    """evolution.planner_effect's table, reusing the presets' rows (hints on) already run."""
+    off = compare(("magnum_v1", "magnum_v2"), policy="two-choices", **WORKLOAD)
+    return {r["preset"]: {"hints": rows[r["preset"]], "no_hints": r} for r in off}
+
+
+def test_planner_effect_runs_both_sides():
+    d = planner_effect(("magnum_v1",), cluster="classroom", duration_s=0.05, seed=1)
+    assert set(d["magnum_v1"]) == {"hints", "no_hints"}
+    assert d["magnum_v1"]["hints"]["requests"] == d["magnum_v1"]["no_hints"]["requests"]  # same arrivals
 
 
 def test_the_planner_takes_v1_to_one_round(planner):
