@@ -287,21 +287,22 @@ def _streams(cfg: SimConfig, lay: "RegionLayout", shares: np.ndarray):
     times, node_type, C = lay.times, lay.node_type, len(cfg.classes)
     present = [int(t) for t in np.unique(node_type)]
     dev_t = np.bincount(node_type, weights=lay.node_dev, minlength=times.shape[1])
-    s_cls, s_type, s_dev = [], [], []
+    streams = []  # (class, type, expected busy devices)
     for c in range(C):
         el = [t for t in present if np.isfinite(times[c, t])]
         if cfg.hetero_aware:
-            types = [t for t in el if times[c, t] <= cfg.classes[c].sla_s] or [type_order(cfg, times, lay.energy, c)[0]]
+            types = ([t for t in el if times[c, t] <= cfg.classes[c].sla_s]
+                     or [t for t in type_order(cfg, times, lay.energy, c) if t in el][:1])
         else:
             types = el
         w = dev_t[types] / dev_t[types].sum()
         busy = lay.rate * shares[c] * (float(w @ times[c, types]) + cfg.classes[c].setup_s * (not cfg.pre_reserve))
         if len(types) == len(present) and not cfg.hetero_aware:
-            s_cls.append(c), s_type.append(-1), s_dev.append(busy)
-            continue
-        for t, wt in zip(types, w):
-            s_cls.append(c), s_type.append(t), s_dev.append(busy * wt)
-    s_cls = np.array(s_cls, dtype=np.int64)
+            streams.append((c, -1, busy))  # any type
+        else:
+            streams.extend((c, t, busy * wt) for t, wt in zip(types, w))
+    s_cls, s_type, s_dev = (np.array(col) for col in zip(*streams))
+    s_cls = s_cls.astype(np.int64)
     if cfg.hint_jobs > 0:
         counts = np.bincount(s_cls, minlength=C)
         jobs = -(-cfg.hint_jobs // counts[s_cls])  # hint_jobs per class, split over its streams
