@@ -132,7 +132,7 @@ def ours_and_simpy(seconds: float, repeats: int = 5, simpy_repeats: int = 2) -> 
     from magnum_lib.sim import make_config
     from magnum_lib.sim.model import build_region, run_region
 
-    cfg = make_config("magnum_v2", "classroom", duration_s=seconds, load=0.5, view="fresh", preempt="none",
+    cfg = make_config("magnum_v2", "classroom", duration_s=seconds, load=0.5, view="fresh", preempt="none", policy="two-choices",
                       hedge_factor=0.0, digest_interval_s=0.0, pre_reserve=True, seed=0)
     # Best of several runs for each side (fresh inputs each time, not timed): on a shared
     # machine a short run's wall time is mostly who else had the core.

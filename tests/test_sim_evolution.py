@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from magnum_lib.sim import EVOLUTION, PRESETS, RequestClass, make_config
-from magnum_lib.sim.evolution import ARTICLE_FIGURES_MS, cheetah_vs_two_choices, compare
+from magnum_lib.sim.evolution import ARTICLE_FIGURES_MS, cheetah_vs_two_choices, compare, planner_effect
 from magnum_lib.sim.model import build_region, run_region
 
 WORKLOAD = dict(cluster="region", duration_s=1.0, load=0.3, seed=0)  # evolution.WORKLOAD
@@ -32,6 +32,37 @@ def test_latency_falls_step_by_step(rows):
         assert 2.5 < rows[p]["p95_ms"] < 5.0, (p, rows[p]["p95_ms"])
     v1, v2 = rows["magnum_v1"]["sla_attainment"], rows["magnum_v2"]["sla_attainment"]
     assert all(v2[c] > v1[c] for c in v1), (v1, v2)
+
+
+@pytest.fixture(scope="module")
+def planner(rows):
+    """evolution.planner_effect's table, reusing the presets' rows (hints on) already run."""
+    off = compare(("magnum_v1", "magnum_v2"), policy="two-choices", **WORKLOAD)
+    return {r["preset"]: {"hints": rows[r["preset"]], "no_hints": r} for r in off}
+
+
+def test_planner_effect_runs_both_sides():
+    d = planner_effect(("magnum_v1",), cluster="classroom", duration_s=0.05, seed=1)
+    assert set(d["magnum_v1"]) == {"hints", "no_hints"}
+    assert d["magnum_v1"]["hints"]["requests"] == d["magnum_v1"]["no_hints"]["requests"]  # same arrivals
+
+
+def test_the_planner_cuts_v1s_refused_leases(planner):
+    """With versioned gossip, v1 sits on one round at p95 with or without the planner; the
+    hints steer its random draws off nodes training holds, so far fewer leases are refused."""
+    on, off = planner["magnum_v1"]["hints"], planner["magnum_v1"]["no_hints"]
+    assert on["p95_ms"] <= off["p95_ms"] < 5.0
+    assert off["lease_failure_rate"] > 10 * on["lease_failure_rate"]
+    assert on["energy_per_request_j"] <= off["energy_per_request_j"]
+
+
+def test_the_planner_changes_little_in_v2(planner):
+    """v2's pools already follow the cost model: the hints (its types meeting the SLA) leave
+    latency and energy where they were and cost a few refused leases."""
+    on, off = planner["magnum_v2"]["hints"], planner["magnum_v2"]["no_hints"]
+    assert abs(on["p95_ms"] - off["p95_ms"]) < 0.1
+    assert abs(on["energy_per_request_j"] / off["energy_per_request_j"] - 1) < 0.02
+    assert off["lease_failure_rate"] <= on["lease_failure_rate"] < 0.001
 
 
 def test_borg_like_is_saturated_by_its_scan(rows):

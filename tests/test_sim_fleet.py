@@ -1,8 +1,12 @@
 """Fleet regions in parallel on Dask worker processes give the serial result; sweeps run."""
 import pytest
 
+import numpy as np
+
 from magnum_lib.sim import make_config
-from magnum_lib.sim.run import run_config, run_fleet_dask
+from magnum_lib.sim.model import RegionLayout, plan_hints, plan_seed, region_snapshot
+from magnum_lib.sim.results import summarize
+from magnum_lib.sim.run import region_digest, run_config, run_fleet_dask
 from magnum_lib.sim.sweeps import sweep_presets
 
 pytest.importorskip("distributed")
@@ -21,6 +25,35 @@ def test_fleet_on_two_worker_processes_equals_serial():
     assert _strip(parallel) == _strip(serial)
     assert serial["regions"] == 3
     assert serial["requests"]["total"] > 0
+
+
+# A small fleet whose planner exchanges every 10 ms (five plans in 40 ms) at a load where the
+# regions' hinted demand is below their free nodes, so the fleet plan differs from per-region plans.
+EXCHANGE = dict(regions=3, duration_s=0.04, seed=9, planner_interval_s=0.01, load=0.3, hint_headroom=1.0)
+
+
+def test_fleet_planner_exchange_on_two_worker_processes_equals_serial():
+    cfg = make_config("magnum_v2", "classroom", **EXCHANGE)
+    serial = run_config(cfg)
+    parallel = run_fleet_dask(cfg)
+    assert _strip(parallel) == _strip(serial)
+
+
+def test_the_exchange_changes_results():
+    """The fleet plan (union of the regions' snapshots) is not the regions' own plans, and the
+    run with the exchange differs from the regions run alone (each planning itself)."""
+    cfg = make_config("magnum_v2", "classroom", **EXCHANGE)
+    snaps = [region_snapshot(RegionLayout(cfg, r)) for r in range(cfg.regions)]
+    fleet = plan_hints(snaps, plan_seed(cfg, [0, 1, 2], 0))
+    alone = [plan_hints([sn], plan_seed(cfg, [r], 0))[0] for r, sn in enumerate(snaps)]
+    counts = lambda h: [[len(x) for x in reg] for reg in h]  # noqa: E731
+    assert counts(fleet) != counts(alone)  # the fleet planner moves class shares between regions
+    jobs = np.bincount(snaps[0]["stream_class"], weights=np.sum([sn["stream_jobs"] for sn in snaps], axis=0))
+    assert (np.sum(counts(fleet), axis=0) <= jobs).all()  # no class hinted beyond the fleet's demand
+    exchanged = run_config(cfg)
+    separate = summarize([region_digest(cfg, r) for r in range(cfg.regions)], 0.0)
+    assert _strip(exchanged) != _strip(separate)
+    assert exchanged["requests"]["total"] == separate["requests"]["total"]  # same arrivals, other placements
 
 
 def test_regions_differ_and_add_up():

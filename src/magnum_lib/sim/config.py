@@ -51,6 +51,7 @@ class RequestClass:
     efficiency: float = 0.4
     types: tuple = ()
     setup_s: float = 0.0
+    graph: str = ""  # its static graph: a shipped manifest name (graph.manifest); "" = none
 
 
 #: Four request classes (ours): sized so that the ``region`` preset at load 0.8 offers
@@ -65,7 +66,7 @@ DEFAULT_CLASSES = (
     RequestClass("llm_decode", flops=0.835e12, bytes_moved=125e9, sla_s=0.100, priority=2, share=0.25),
     RequestClass("sticker_gen", flops=3.34e13, bytes_moved=16.7e9, sla_s=0.250, priority=1, share=0.10),
     RequestClass("mtia_graph", flops=3.76e12, bytes_moved=1.67e9, sla_s=0.050, priority=3, share=0.20,
-                 precision="int8", types=("mtia_v2",), setup_s=0.010),
+                 precision="int8", types=("mtia_v2",), setup_s=0.010, graph="recsys_ours"),
 )
 
 
@@ -106,9 +107,12 @@ class SimConfig:
     lease_timeout_s: float = 0.1
     max_attempts: int = 50
     hetero_aware: bool = False
-    planner_interval_s: float = 30.0  # policy "hints": the planner replans every 30 s (C8)
-    hint_jobs: int = 16  # pending jobs per class the planner places per round (the hinted nodes)
-    pre_reserve: bool = False
+    planner_interval_s: float = 30.0  # policy "hints": the planner plans at t = 0, then every 30 s (C8)
+    hint_jobs: int = 0  # hinted nodes per class; 0: sized from the class's expected devices (hint_headroom)
+    hint_headroom: float = 1.5  # hint_jobs 0: a class is hinted whole free nodes for this x its expected devices
+    pre_reserve: bool = False  # static graphs reserved on the nodes where they fit (graph.residency)
+    graph_tenants: int = 8  # other tenants' static graphs drawn per static-graph node (0: empty nodes)
+    graph_memory_pressure: float = 0.1  # a tenant graph's mean reservation / device memory
     # views
     view: str = "gossip"  # "fresh" (truth + in-flight), "round" (truth at each round), "gossip"
     gossip_interval_s: float = 0.001  # C27
@@ -173,14 +177,16 @@ PRESETS = {
     "cheetah": dict(scope="region", schedulers=4, policy="hash", view="fresh", preempt="kill",
                     round_s=1e-6, node_queue=1_000_000, digest_interval_s=0.0),
     # 2021: regional schedulers, speculative leases on gossip views, retries on refusal.
-    # Rounds every 3.7 ms: C25's 270 rounds per second.
-    "magnum_v1": dict(scope="region", schedulers=4, policy="two-choices", view="gossip",
+    # Rounds every 3.7 ms: C25's 270 rounds per second. The global planner (layer 1, C8-C12)
+    # plans at t = 0 and every 30 s; its chosen nodes are soft hints: the scheduler tries
+    # the better of two hinted nodes first, then its own two-choices placement.
+    "magnum_v1": dict(scope="region", schedulers=4, policy="hints", view="gossip",
                       preempt="checkpoint", round_s=0.0037),
     # 2023: + heterogeneity-aware dispatch (cost model), graph pre-reservation, the Bouncer
     # (micro-preemption, 250 us quantum) and tail hedging. C22 hedges past "5 ms"; our
     # requests last 20-100 ms, so a copy is hedged when it has run twice its expected
     # (roofline) time instead: about 4% of requests with service_cv 0.5.
-    "magnum_v2": dict(scope="region", schedulers=4, policy="two-choices", view="gossip",
+    "magnum_v2": dict(scope="region", schedulers=4, policy="hints", view="gossip",
                       preempt="micro", round_s=0.0037, hetero_aware=True, pre_reserve=True,
                       quantum_s=250e-6, hedge_factor=2.0),
 }
@@ -197,7 +203,8 @@ _RANGES = {
     "spike_at_s": (-1.0, 1e7), "spike_s": (0.0, 1e7), "spike_factor": (1.0, 100.0),
     "service_cv": (0.0, 10.0), "schedulers": (1, 256), "draws": (1, 64), "scan_limit": (1, 2**31 - 1), "ring_vnodes": (1, 1024),
     "round_s": (1e-7, 10.0), "rtt_s": (0.0, 1.0), "lease_timeout_s": (1e-6, 3600.0),
-    "max_attempts": (1, 1_000_000), "planner_interval_s": (1e-3, 1e7), "hint_jobs": (1, 4096), "gossip_interval_s": (1e-6, 1.0), "fanout": (1, 64),
+    "max_attempts": (1, 1_000_000), "planner_interval_s": (1e-3, 1e7), "hint_jobs": (0, 1_000_000),
+    "hint_headroom": (0.01, 100.0), "graph_tenants": (0, 1024), "graph_memory_pressure": (1e-3, 1.0), "gossip_interval_s": (1e-6, 1.0), "fanout": (1, 64),
     "gossip_loss": (0.0, 0.99), "digest_interval_s": (0.0, 10.0), "bloom_fp": (1e-9, 0.5),
     "partition_start_s": (-1.0, 1e7), "partition_s": (0.0, 1e7), "partition_fraction": (0.0, 1.0),
     "micro_preempt_s": (0.0, 1.0), "checkpoint_bandwidth": (1e6, 1e13),

@@ -30,7 +30,8 @@ from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.config import SimConfig, check_config
 
-__all__ = ["core_module", "build_region", "run_region", "RegionRun"]
+__all__ = ["core_module", "build_region", "run_region", "advance_region", "RegionRun", "RegionLayout",
+           "region_snapshot", "plan_hints", "plan_seed", "apply_hints"]
 
 _SCOPE_ALL = -1
 
@@ -211,34 +212,157 @@ class RegionRun:
         self.wall_s = 0.0
 
 
-def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) -> RegionRun:
-    """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core."""
-    cfg = check_config(cfg)
-    rng = np.random.default_rng([cfg.seed, region])
-    cl = build_cluster(regions=1, cells_per_region=cfg.cells_per_region, nodes_per_cell=cfg.nodes_per_cell,
-                       devices_per_node=cfg.devices_per_node, mix=dict(cfg.mix),
-                       seed=int(rng.integers(2**31)))
-    n = cl.n_nodes
-    keys = cl.type_keys
+class RegionLayout:
+    """What a region is before any request: cluster, training leases, costs, graph residency.
+
+    Enough for the planner's snapshot at t = 0 (:func:`region_snapshot`), so a fleet can
+    plan before building (and holding in memory) every region's requests.
+    """
+
+    def __init__(self, cfg: SimConfig, region: int):
+        cfg = check_config(cfg)
+        self.cfg, self.region = cfg, region
+        rng = np.random.default_rng([cfg.seed, region])
+        cl = build_cluster(regions=1, cells_per_region=cfg.cells_per_region, nodes_per_cell=cfg.nodes_per_cell,
+                           devices_per_node=cfg.devices_per_node, mix=dict(cfg.mix),
+                           seed=int(rng.integers(2**31)))
+        self.keys = keys = cl.type_keys
+        self.node_type = node_type = cl.node_type.astype(np.int64)
+        self.node_dev = node_dev = np.diff(cl.node_device_offset).astype(np.int64)
+        self.node_cell = cl.node_cell.astype(np.int64)
+        self.times, self.energy = times, _ = class_costs(cfg, keys)
+        self.graph_ok, self.graph_left = graph_residency(cfg, keys, node_type, region)
+        C, T = times.shape
+        for c in range(C):
+            ok = np.isfinite(times[c])[node_type] & self.graph_ok[c]
+            if not ok.any():
+                from magnum_lib.engine.errors import ParameterError
+                if np.isfinite(times[c])[node_type].any():
+                    raise ParameterError("graph_tenants", f"leaves no node where class {cfg.classes[c].name!r}'s "
+                                                          f"static graph fits (pre_reserve)")
+                raise ParameterError("classes", f"class {cfg.classes[c].name!r} has no eligible device in the cluster")
+        # Training leases, then the rate that makes the offered load.
+        self.training = _training(cfg, node_dev, rng)
+        sh_node, sh_dev, _ = self.training
+        self.train = np.bincount(sh_node, weights=sh_dev, minlength=cl.n_nodes).astype(np.int64)
+        self.inf_dev = int(node_dev.sum() - self.train.sum())
+        shares = np.array([c.share for c in cfg.classes])
+        # Load: offered work where the cost model sends each class (``_load_times``), over the
+        # devices training does not hold.
+        self.rate = cfg.rate if cfg.rate > 0 else cfg.load * max(self.inf_dev, 1) / float(
+            shares @ _load_times(cfg, times, node_type, node_dev - self.train))
+        self.rng = rng
+        self.stream_class, self.stream_type, self.stream_jobs = _streams(cfg, self, shares)
+
+
+def graph_residency(cfg: SimConfig, keys, node_type: np.ndarray, region: int):
+    """Per class and node: can the node serve the class without a graph load, and bytes left.
+
+    Classes with a static graph (``RequestClass.graph``, a shipped manifest) under
+    ``pre_reserve``: the graph layer reserves the graph (:func:`graph.reserve.reserve`) on
+    each eligible type and admits it beside the tenants already packed on each node of that
+    type (:mod:`magnum_lib.graph.residency`, one tenant draw per node: a node's devices host
+    the same graphs); it serves the class only where the graph fits. Other classes (or
+    without ``pre_reserve``, where the graph is loaded per request): every node, left -1.
+    """
+    n, C = len(node_type), len(cfg.classes)
+    ok = np.ones((C, n), dtype=bool)
+    left = np.full((C, n), -1, dtype=np.int64)
+    if not cfg.pre_reserve:
+        return ok, left
+    from magnum_lib.graph.manifest import load_manifest, resolve_manifest
+    from magnum_lib.graph.reserve import reserve
+    from magnum_lib.graph.residency import graph_fits, tenant_reservations
+    cat = default_catalog()
+    resident = {}
+    for c, rc in enumerate(cfg.classes):
+        if not rc.graph:
+            continue
+        manifest = load_manifest(resolve_manifest(rc.graph))
+        allowed = {cat.resolve(k) for k in rc.types} if rc.types else set(keys)
+        for t, key in enumerate(keys):
+            on_t = node_type == t
+            if key not in allowed or not on_t.any():
+                continue
+            if key not in resident:  # the tenants of this type's nodes (one stream per region and type)
+                resident[key] = tenant_reservations(int(on_t.sum()), cfg.graph_tenants, key,
+                                                    cfg.graph_memory_pressure, seed=graph_seed(cfg, region, t))
+            try:
+                need = reserve(manifest, device=key).peak_memory_bytes
+            except ValueError:  # larger than the device: no node of this type can hold it
+                ok[c, on_t] = False
+                continue
+            fits, rest = graph_fits(need, resident[key], cat[key].memory_bytes)
+            ok[c, on_t] = fits
+            left[c, on_t] = rest
+    return ok, left
+
+
+def graph_seed(cfg: SimConfig, region: int, type_code: int) -> int:
+    """Seed of the tenant graphs on region ``region``'s nodes of type ``type_code``."""
+    return int(np.random.SeedSequence([cfg.seed, region, type_code, 7]).generate_state(1, np.uint64)[0] >> 1)
+
+
+def _streams(cfg: SimConfig, lay: "RegionLayout", shares: np.ndarray):
+    """The planner's streams: (class, node type) pairs and how many jobs each asks for.
+
+    Types, like the schedulers' own pools: under ``hetero_aware`` the class's types meeting
+    its SLA (the cost model; its first type if none does), else every eligible type
+    (type -1, "any", when that is every type present). A class's expected busy devices
+    (rate x share x mean service, the mean over its types weighted by their devices) are
+    split over its types in proportion to their devices. Jobs: ``hint_jobs`` per class, or
+    (0) enough half nodes for ``hint_headroom`` x those devices.
+    """
+    from magnum_lib.planner.streams import jobs_for_devices
+    times, node_type, C = lay.times, lay.node_type, len(cfg.classes)
+    present = [int(t) for t in np.unique(node_type)]
+    dev_t = np.bincount(node_type, weights=lay.node_dev, minlength=times.shape[1])
+    streams = []  # (class, type, expected busy devices)
+    for c in range(C):
+        el = [t for t in present if np.isfinite(times[c, t])]
+        if cfg.hetero_aware:
+            types = ([t for t in el if times[c, t] <= cfg.classes[c].sla_s]
+                     or [t for t in type_order(cfg, times, lay.energy, c) if t in el][:1])
+        else:
+            types = el
+        w = dev_t[types] / dev_t[types].sum()
+        busy = lay.rate * shares[c] * (float(w @ times[c, types]) + cfg.classes[c].setup_s * (not cfg.pre_reserve))
+        if len(types) == len(present) and not cfg.hetero_aware:
+            streams.append((c, -1, busy))  # any type
+        else:
+            streams.extend((c, t, busy * wt) for t, wt in zip(types, w))
+    s_cls, s_type, s_dev = (np.array(col) for col in zip(*streams))
+    s_cls = s_cls.astype(np.int64)
+    if cfg.hint_jobs > 0:
+        counts = np.bincount(s_cls, minlength=C)
+        jobs = -(-cfg.hint_jobs // counts[s_cls])  # hint_jobs per class, split over its streams
+    else:
+        jobs = jobs_for_devices(np.array(s_dev) * cfg.hint_headroom, hint_demand(cfg), len(node_type))
+    return s_cls, np.array(s_type, dtype=np.int64), jobs
+
+
+def hint_demand(cfg: SimConfig) -> int:
+    """Devices of one planner job of a stream: half a node (nodes with that much free qualify)."""
+    return max(1, cfg.devices_per_node // 2)
+
+
+def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
+                 layout: RegionLayout | None = None) -> RegionRun:
+    """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core.
+
+    ``layout``: its :class:`RegionLayout` if already made (the fleet planner's t = 0 snapshot).
+    """
+    lay = layout if layout is not None else RegionLayout(cfg, region)
+    cfg, rng, keys = lay.cfg, lay.rng, lay.keys
+    n = len(lay.node_type)
     cat = default_catalog()
     power = np.array([cat[k].tdp_w for k in keys])
-    node_type = cl.node_type.astype(np.int64)
-    node_dev = np.diff(cl.node_device_offset).astype(np.int64)
-    node_cell = cl.node_cell.astype(np.int64)
-    times, energy = class_costs(cfg, keys)
+    node_type, node_dev, node_cell = lay.node_type, lay.node_dev, lay.node_cell
+    times, energy = lay.times, lay.energy
     C, T = times.shape
-    for c in range(C):
-        if not np.isfinite(times[c]).any() or not any(np.isfinite(times[c, t]) and (node_type == t).any()
-                                                       for t in range(T)):
-            from magnum_lib.engine.errors import ParameterError
-            raise ParameterError("classes", f"class {cfg.classes[c].name!r} has no eligible device in the cluster")
-
-    # Training leases, then the rate that makes the offered load.
-    sh_node, sh_dev, sh_start = _training(cfg, node_dev, rng)
-    train = np.bincount(sh_node, weights=sh_dev, minlength=n).astype(np.int64)
-    inf_dev = int(node_dev.sum() - train.sum())
+    sh_node, sh_dev, sh_start = lay.training
+    train, inf_dev, rate = lay.train, lay.inf_dev, lay.rate
     shares = np.array([c.share for c in cfg.classes])
-    rate = cfg.rate if cfg.rate > 0 else cfg.load * max(inf_dev, 1) / float(shares @ _load_times(cfg, times, node_type, node_dev - train))
 
     arr = _arrivals(cfg, rate, rng)
     R = arr.size
@@ -263,10 +387,13 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     ring_key, ring_node, ring_off = [], [], [0]
     cache = {}
 
-    def pool_for(s, types):
-        key = (s if cfg.scope == "cell" else 0, tuple(types))
+    def pool_for(s, types, c):
+        graph = -1 if lay.graph_ok[c].all() else c  # nodes where class c's static graph fits
+        key = (s if cfg.scope == "cell" else 0, tuple(types), graph)
         if key not in cache:
             nodes = scopes[s][np.isin(node_type[scopes[s]], types)]
+            if graph >= 0:
+                nodes = nodes[lay.graph_ok[c][nodes]]
             cache[key] = len(pool_off) - 1
             pool_nodes.append(nodes)
             pool_off.append(pool_off[-1] + len(nodes))
@@ -289,7 +416,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
             else:  # one size fits all: any eligible device
                 groups = [sorted(order)]
             for g in groups:
-                cpool.append(pool_for(s, g))
+                cpool.append(pool_for(s, g, c))
             cpool_off.append(len(cpool))
 
     service = np.where(np.isfinite(times), np.rint(times * NS_PER_S), -1).astype(np.int64)
@@ -335,7 +462,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
         ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),
         ring_off=np.array(ring_off, dtype=np.int64),
-        hint_off=np.arange(C + 1, dtype=np.int64) * cfg.hint_jobs, hint_nodes=np.full(C * cfg.hint_jobs, -1, dtype=np.int64),
+        hint_off=z(C + 1), hint_nodes=np.full(max(n, C * cfg.hint_jobs), -1, dtype=np.int64),
         shard_node=sh_node, shard_dev=sh_dev, shard_start=sh_start, shard_state=z(len(sh_node)),
         node_shard_off=node_shard_off,
         service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64),
@@ -365,29 +492,98 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
     run.rng = rng
     run.hint_types = np.array([type_order(cfg, times, energy, c)[0] for c in range(C)], dtype=np.int64)
     run.node_cell = node_cell
+    run.layout = lay
+    run.t = 0
+    run.plan_times = []  # when hints were applied (ns)
+    if layout is not None and getattr(layout, "hints", None) is not None:
+        apply_hints(run, layout.hints)
     return run
 
 
-def _plan_hints(run: RegionRun, t_ns: int) -> None:
-    """The planner (layer 1) replans from a snapshot of the region: its chosen nodes become hints.
+def region_snapshot(obj) -> dict:
+    """What a region sends the planner: free devices per node (with its type, cell, size) and its streams.
 
-    One pending job per class and hint slot (1 device of the class's cost-model type, no
-    communication, the class's priority); ``planner.plan`` places them (min-cost flow) and
-    ``hint_nodes[c * hint_jobs:]`` gets the nodes it chose for class c (-1: unplaced).
+    ``obj``: a :class:`RegionRun` (free = devices - inference - training - held) or a
+    :class:`RegionLayout` (t = 0: devices - training). Compact (int16 per node) and picklable.
     """
-    from magnum_lib.planner.plan import plan
-    from magnum_lib.planner.snapshot import Snapshot
+    lay = obj.layout if isinstance(obj, RegionRun) else obj
+    if isinstance(obj, RegionRun):
+        A = obj.A
+        free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
+    else:
+        free = lay.node_dev - lay.train
+    return dict(region=lay.region, free=np.maximum(free, 0).astype(np.int16), node_type=lay.node_type.astype(np.int8),
+                node_cell=lay.node_cell.astype(np.int32), node_dev=lay.node_dev.astype(np.int16),
+                type_keys=tuple(lay.keys), stream_class=lay.stream_class, stream_type=lay.stream_type,
+                stream_jobs=lay.stream_jobs, n_classes=len(lay.cfg.classes), job_demand=hint_demand(lay.cfg),
+                priority=np.array([c.priority for c in lay.cfg.classes], dtype=np.int64)[lay.stream_class])
 
-    A, cfg = run.A, run.cfg
-    C, H = len(cfg.classes), cfg.hint_jobs
-    free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
-    n_cells = int(run.node_cell.max()) + 1
-    snap = Snapshot(node_group=run.node_cell, node_type=A["node_type"], node_capacity=A["node_dev"],
-                    node_free=np.maximum(free, 0), group_bandwidth=np.full(n_cells, 100.0),
-                    job_demand=np.ones(C * H, dtype=np.int64), job_type=np.repeat(run.hint_types, H),
-                    job_comm=np.zeros(C * H), job_priority=np.repeat([c.priority for c in cfg.classes], H),
-                    type_keys=tuple(run.type_keys), time_s=t_ns / NS_PER_S)
-    A["hint_nodes"][:] = plan(snap, "flow").job_node
+
+def plan_hints(snaps: list, seed: int, t_ns: int = 0) -> list:
+    """The global planner over the union of ``snaps`` (one per region): per region, per class, hinted nodes.
+
+    Every region's streams are pooled (jobs add up per class) and placed at once on the
+    union snapshot (cells of every region as groups) by :func:`planner.streams.stream_hints`;
+    a region's hints for a class are the nodes of that region its jobs got, so a region with
+    more free nodes of a class's type receives a larger share of the class's hints.
+    """
+    from magnum_lib.planner.streams import stream_hints
+    keys = snaps[0]["type_keys"]
+    if any(sn["type_keys"] != keys for sn in snaps):
+        from magnum_lib.engine.errors import ParameterError
+        raise ParameterError("mix", "regions of one plan must have the same device types")
+    sizes = [len(sn["free"]) for sn in snaps]
+    offs = np.concatenate([[0], np.cumsum(sizes)])
+    cells = [int(sn["node_cell"].max()) + 1 for sn in snaps]
+    goff = np.concatenate([[0], np.cumsum(cells)])
+    group = np.concatenate([sn["node_cell"].astype(np.int64) + goff[k] for k, sn in enumerate(snaps)])
+    jobs = np.sum([sn["stream_jobs"] for sn in snaps], axis=0)
+    per_stream, _ = stream_hints(
+        group, np.concatenate([sn["node_type"] for sn in snaps]).astype(np.int64),
+        np.concatenate([sn["node_dev"] for sn in snaps]).astype(np.int64),
+        np.concatenate([sn["free"] for sn in snaps]).astype(np.int64), np.full(int(goff[-1]), 100.0),
+        jobs, snaps[0]["stream_type"], snaps[0]["priority"], snaps[0]["job_demand"],
+        seed=seed, type_keys=keys, time_s=t_ns / NS_PER_S)
+    scls = snaps[0]["stream_class"]
+    per_class = [np.concatenate([per_stream[i] for i in np.flatnonzero(scls == c)] or [np.zeros(0, np.int64)])
+                 for c in range(snaps[0]["n_classes"])]
+    return [[np.sort(nodes[(nodes >= offs[k]) & (nodes < offs[k + 1])] - offs[k]) for nodes in per_class]
+            for k in range(len(snaps))]
+
+
+def plan_seed(cfg: SimConfig, regions, t_ns: int) -> int:
+    """The planner's tie-breaking seed for one plan of ``regions`` at ``t_ns`` (same in serial and Dask)."""
+    return int(np.random.SeedSequence([cfg.seed, t_ns, *regions]).generate_state(1, np.uint64)[0] >> 1)
+
+
+def apply_hints(run, hints: list) -> None:
+    """Write per-class hinted nodes into the core's ``hint_off``/``hint_nodes`` (in place).
+
+    Nodes that cannot serve the class (ineligible type, static graph not resident) are
+    dropped: a hint is advice, the region keeps what it can use.
+    """
+    if not isinstance(run, RegionRun):  # a layout: kept until the region is built
+        run.hints = hints
+        return
+    A, lay = run.A, run.layout
+    T = len(run.type_keys)
+    cap = len(A["hint_nodes"])
+    off = 0
+    for c, nodes in enumerate(hints):
+        nodes = np.asarray(nodes, dtype=np.int64)
+        ok = (A["service"][c * T + A["node_type"][nodes]] >= 0) & lay.graph_ok[c][nodes]
+        nodes = nodes[ok][: cap - off]
+        A["hint_off"][c] = off
+        A["hint_nodes"][off:off + len(nodes)] = nodes
+        off += len(nodes)
+    A["hint_off"][len(hints)] = off
+    A["hint_nodes"][off:] = -1
+    run.plan_times.append(run.t)
+
+
+def _plan_hints(run: RegionRun, t_ns: int) -> None:
+    """The planner (layer 1) replans this region alone from its snapshot: its chosen nodes become hints."""
+    apply_hints(run, plan_hints([region_snapshot(run)], plan_seed(run.cfg, [run.layout.region], t_ns), t_ns)[0])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -423,20 +619,25 @@ def _digest(run: RegionRun, t_ns: int) -> None:
     A["view_time"][reach] = t_ns
 
 
-def run_region(run: RegionRun, progress=None) -> RegionRun:
-    """Advance ``run`` to the end of its duration, chunk by chunk (digest, lags, samples)."""
+def _chunk_ns(cfg: SimConfig) -> int:
+    return _ns(cfg.digest_interval_s) if cfg.digest_interval_s > 0 else max(_ns(cfg.duration_s) // 200, 1)
+
+
+def advance_region(run: RegionRun, t_stop: int, progress=None) -> int:
+    """Advance ``run`` chunk by chunk (digest, lags, samples) until ``t_stop`` or its end; return its time.
+
+    Chunks keep one grid (every ``digest_interval``) whatever ``t_stop`` is, so stopping to
+    exchange with the planner does not change the run: it stops at the first chunk
+    boundary at or after ``t_stop``.
+    """
     cfg, A = run.cfg, run.A
     end = _ns(cfg.duration_s)
-    chunk = _ns(cfg.digest_interval_s) if cfg.digest_interval_s > 0 else max(_ns(cfg.duration_s) // 200, 1)
-    t = 0
-    dev_by_type = np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys))
+    chunk = _chunk_ns(cfg)
+    if not hasattr(run, "dev_by_type"):
+        run.dev_by_type = np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys))
     start = time.perf_counter()
-    plan_every = _ns(cfg.planner_interval_s)
-    next_plan = 0
-    while t < end:
-        if cfg.policy == "hints" and t >= next_plan:
-            _plan_hints(run, t)
-            next_plan = t + plan_every
+    t = run.t
+    while t < min(t_stop, end):
         t = min(t + chunk, end)
         run.core.advance(t)
         if cfg.view == "gossip":
@@ -447,8 +648,32 @@ def run_region(run: RegionRun, progress=None) -> RegionRun:
         run.running.append(int(A["run"].sum()))
         used = A["run"] + A["train"] + A["hold"]
         run.util_t.append(t)
-        run.util.append(np.bincount(A["node_type"], weights=used, minlength=len(run.type_keys)) / dev_by_type)
+        run.util.append(np.bincount(A["node_type"], weights=used, minlength=len(run.type_keys)) / run.dev_by_type)
         if progress is not None:
             progress(t / end)
-    run.wall_s = time.perf_counter() - start
+    run.t = t
+    run.wall_s += time.perf_counter() - start
+    return t
+
+
+def next_plan_ns(cfg: SimConfig, t_ns: int) -> int:
+    """When the planner plans next after planning at ``t_ns`` (every ``planner_interval``)."""
+    return t_ns + _ns(cfg.planner_interval_s)
+
+
+def run_region(run: RegionRun, progress=None) -> RegionRun:
+    """Advance ``run`` to the end of its duration, this region alone.
+
+    Policy "hints": the planner plans this region at t = 0 from its snapshot and again at
+    the first chunk boundary at or after every ``planner_interval`` (30 s by default, C8:
+    runs shorter than that keep the t = 0 hints throughout).
+    """
+    cfg = run.cfg
+    end = _ns(cfg.duration_s)
+    while run.t < end:
+        stop = end
+        if cfg.policy == "hints":
+            _plan_hints(run, run.t)
+            stop = next_plan_ns(cfg, run.t)
+        advance_region(run, stop, progress)
     return run
