@@ -76,3 +76,19 @@ def test_hints_change_placements_and_fall_back_when_full():
         nodes = A["node"][(A["cls"] == c) & (A["node"] >= 0)]
         off_hint += sum(i not in h for i in nodes.tolist())
     assert off_hint > 0  # the schedulers' own placement when the hinted nodes are full
+
+
+def test_hedge_copies_of_a_graph_class_go_only_where_its_graph_is_resident():
+    """A hedge copy is a second run of the request: it may only land on a node that can serve
+    the class, so for the MTIA graph class only where the graph layer admitted its graph."""
+    cfg = make_config("magnum_v2", "classroom", nodes_per_cell=40, duration_s=0.1, seed=4, graph_tenants=9,
+                      load=0.6, hedge_factor=1.05)
+    run = run_region(build_region(cfg))
+    A = run.A
+    c = [rc.name for rc in cfg.classes].index("mtia_graph")
+    resident = _class_pool_nodes(run, c)
+    mtia = set(np.flatnonzero(A["node_type"] == run.type_keys.index("mtia_v2")).tolist())
+    assert 0 < len(resident) < len(mtia)
+    hedged = np.flatnonzero((A["cls"] == c) & (A["cnode"][1::2] >= 0))
+    assert len(hedged) > 20  # enough copies that a draw onto a graph-less node would show
+    assert set(A["cnode"][2 * hedged + 1].tolist()) <= resident

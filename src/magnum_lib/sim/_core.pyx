@@ -846,13 +846,13 @@ cdef class Core:
         self._trace(r, t, TR_FINISH, i)
 
     cdef void _hedge(self, int64_t r, int64_t t) noexcept nogil:
-        cdef int64_t i0, ty, lo, hi, best = -1, k, j
+        cdef int64_t i0, ct, lo, hi, best = -1, k, j
         if self.status[r] != ST_RUN:
             return
         i0 = self.cnode[2 * r]
-        ty = self.node_type[i0]
-        lo = self.type_off[ty]
-        hi = self.type_off[ty + 1]
+        ct = self.cls[r] * self.n_types + self.node_type[i0]  # same type, able to serve the class
+        lo = self.type_off[ct]
+        hi = self.type_off[ct + 1]
         for k in range(2):
             j = self.type_nodes[lo + <int64_t> self._rand(hi - lo)]
             if j != i0 and self._free(j) > 0:

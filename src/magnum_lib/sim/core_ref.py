@@ -47,6 +47,8 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   ``cls_prio``, ``cls_setup`` (graph load ns when not pre-reserved).
 * ``skip[s * C + c]``: the last round in which scheduler s found no room for class c (the
   rest of that class waits for the next round without being placed again);
+* ``type_nodes[type_off[c * T + t]:type_off[c * T + t + 1]]``: the nodes of type t that can
+  serve class c (its static graph resident, if it has one): where a hedge copy may go;
 * ``cnt``: counters, indices ``K_*``; ``busy_type[t]``: device-ns of inference per type;
   ``trace``: (time, event, node) rows for request ``trace_id``.
 """
@@ -527,8 +529,8 @@ class Core:
         if A["status"][r] != ST_RUN:
             return
         i0 = int(A["cnode"][2 * r])
-        ty = int(A["node_type"][i0])
-        lo, hi = int(A["type_off"][ty]), int(A["type_off"][ty + 1])
+        k = int(A["cls"][r]) * self.n_types + int(A["node_type"][i0])  # same type, able to serve the class
+        lo, hi = int(A["type_off"][k]), int(A["type_off"][k + 1])
         best = -1
         for _ in range(2):  # probe two random nodes of the same type (truth, over RTT)
             j = int(A["type_nodes"][lo + self._rand(hi - lo)])

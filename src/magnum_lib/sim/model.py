@@ -421,8 +421,11 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
 
     service = np.where(np.isfinite(times), np.rint(times * NS_PER_S), -1).astype(np.int64)
     setup = np.array([0 if cfg.pre_reserve else _ns(c.setup_s) for c in cfg.classes], dtype=np.int64)
-    type_nodes = np.argsort(node_type, kind="stable").astype(np.int64)
-    type_off = np.concatenate([[0], np.cumsum(np.bincount(node_type, minlength=T))]).astype(np.int64)
+    # Hedge targets per (class, type): the nodes of the type that can serve the class (for a
+    # static-graph class, only those where the graph is resident: ``lay.graph_ok``).
+    ct_nodes = [np.flatnonzero((node_type == t) & lay.graph_ok[c]) for c in range(C) for t in range(T)]
+    type_nodes = np.concatenate(ct_nodes).astype(np.int64)
+    type_off = np.concatenate([[0], np.cumsum([len(x) for x in ct_nodes])]).astype(np.int64)
     node_shard_off = np.concatenate([[0], np.cumsum(np.bincount(sh_node, minlength=n))]).astype(np.int64)
     mem = np.array([cat[k].memory_bytes for k in keys], dtype=np.float64)
     ckpt = np.rint(mem[node_type] * cfg.training_memory_fraction / cfg.checkpoint_bandwidth * NS_PER_S)
