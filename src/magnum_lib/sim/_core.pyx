@@ -866,27 +866,30 @@ cdef class Core:
         self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0)
 
     cdef void _gossip(self, int64_t t) noexcept nogil:
-        cdef int64_t m = self.ring_m, k = self.tick + 1, slot, i, lg, src, ts
+        cdef int64_t m = self.ring_m, k = self.tick + 1, slot, i, lg, src, ts, age = 0
         cdef bint in_part = self.part_start_ns <= t < self.part_end_ns
         slot = k % m
         for i in range(self.n_nodes):
+            age += t - self.view_time[i]  # before and after the update: the mean over the interval
             self.snap_busy[slot * self.n_nodes + i] = self._busy(i)
             self.snap_train[slot * self.n_nodes + i] = self.train[i]
-            if in_part and self.part[i]:
-                continue
             lg = self.lag[i]
             if lg > k:
                 lg = k
             if lg > m - 1:
                 lg = m - 1
             ts = t - lg * self.gossip_ns  # when the gossiped state was taken at the node
-            if ts < self.view_ver[i]:
-                continue  # older than the entry the scheduler holds (a lease reply): keep the newer
-            src = ((k - lg) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
-            self.view_busy[i] = self.snap_busy[src]
-            self.view_train[i] = self.snap_train[src]
-            self.view_time[i] = ts
-            self.view_ver[i] = ts
+            # cut off by the partition, or older than the entry the scheduler holds (a lease
+            # reply): the scheduler's entry for i stays as it was
+            if not (in_part and self.part[i]) and ts >= self.view_ver[i]:
+                src = ((k - lg) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
+                self.view_busy[i] = self.snap_busy[src]
+                self.view_train[i] = self.snap_train[src]
+                self.view_time[i] = ts
+                self.view_ver[i] = ts
+            age += t - self.view_time[i]
+        self.cnt[K_VIEW_AGE_NS] += age
+        self.cnt[K_VIEW_SAMPLES] += 2 * self.n_nodes
         self.tick = k
         self.cnt[K_GOSSIP] += 1
         self._push(t + self.gossip_ns, 0, EV_GOSSIP)
@@ -936,7 +939,8 @@ cdef class Core:
         return h
 
     def sample_view_age(self, t):
-        """Add the age of every node's view entry at ``t`` to the staleness counters."""
+        """Add the age of every node's view entry at ``t`` to the staleness counters (every
+        gossip tick already adds them, just before and just after its update)."""
         if self.view_mode == VIEW_GOSSIP:
             vt = self.A["view_time"][: self.n_nodes]
             self.cnt[K_VIEW_AGE_NS] += int(t) * self.n_nodes - int(vt.sum())

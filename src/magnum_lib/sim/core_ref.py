@@ -550,20 +550,24 @@ class Core:
         k = self.tick + 1
         slot = k % m
         in_part = self.part_start_ns <= t < self.part_end_ns
+        age = 0  # the entries' ages just before and just after this tick (their mean over the interval)
         for i in range(self.n_nodes):
+            age += t - int(A["view_time"][i])
             A["snap_busy"][slot * self.n_nodes + i] = self._busy(i)
             A["snap_train"][slot * self.n_nodes + i] = A["train"][i]
-            if in_part and A["part"][i]:
-                continue  # cut off: the scheduler's entry for i stays as it was
             lag = min(int(A["lag"][i]), k, m - 1)
             ts = t - lag * self.gossip_ns  # when the gossiped state was taken at the node
-            if ts < A["view_ver"][i]:
-                continue  # older than the entry the scheduler holds (a lease reply): keep the newer
-            src = ((k - lag) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
-            A["view_busy"][i] = A["snap_busy"][src]
-            A["view_train"][i] = A["snap_train"][src]
-            A["view_time"][i] = ts
-            A["view_ver"][i] = ts
+            # cut off by the partition, or older than the entry the scheduler holds (a lease
+            # reply): the scheduler's entry for i stays as it was
+            if not (in_part and A["part"][i]) and ts >= A["view_ver"][i]:
+                src = ((k - lag) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
+                A["view_busy"][i] = A["snap_busy"][src]
+                A["view_train"][i] = A["snap_train"][src]
+                A["view_time"][i] = ts
+                A["view_ver"][i] = ts
+            age += t - int(A["view_time"][i])
+        A["cnt"][K_VIEW_AGE_NS] += age
+        A["cnt"][K_VIEW_SAMPLES] += 2 * self.n_nodes
         self.tick = k
         A["cnt"][K_GOSSIP] += 1
         self._push(t + self.gossip_ns, 0, EV_GOSSIP)
@@ -612,7 +616,8 @@ class Core:
         return handled
 
     def sample_view_age(self, t: int) -> None:
-        """Add the age of every node's view entry at ``t`` to the staleness counters."""
+        """Add the age of every node's view entry at ``t`` to the staleness counters (every
+        gossip tick already adds them, just before and just after its update)."""
         A = self.A
         if self.view_mode == VIEW_GOSSIP:
             A["cnt"][K_VIEW_AGE_NS] += int(t * self.n_nodes - A["view_time"][: self.n_nodes].sum())

@@ -647,7 +647,6 @@ def advance_region(run: RegionRun, t_stop: int, progress=None) -> int:
             if cfg.digest_interval_s > 0:
                 _digest(run, t)
             A["lag"][:] = run.rng.choice(run.lag_dist, size=len(A["lag"]))
-            run.core.sample_view_age(t)
         run.running.append(int(A["run"].sum()))
         used = A["run"] + A["train"] + A["hold"]
         run.util_t.append(t)
