@@ -24,35 +24,73 @@ def _pct_ms(ns) -> dict:
 BREAKDOWN_SAMPLE = 200_000
 
 
+#: Requests per block of :func:`digest`: its temporaries (a few MB) are reused, block after
+#: block, where whole-run masks and gathers would each fault in a fresh 10-70 MB array.
+_BLOCK = 1 << 18
+
+
 def digest(run) -> dict:
     """What the summary needs from one region, compact (a few bytes per request) and picklable.
 
-    A Dask worker returns this for its region; :func:`summarize` pools digests.
+    A Dask worker returns this for its region; :func:`summarize` pools digests. One pass
+    over the requests in blocks of :data:`_BLOCK` (the same values as whole-array numpy).
     """
     A = run.A
-    status, start, arr, finish, cls = A["status"], A["start"], A["arr"], A["finish"], A["cls"]
-    started = start >= 0
-    done = status == K.ST_DONE
-    # requests started per (class, device type): weights of the power each type drew
-    ran = started & (A["node"] >= 0)
+    status, start, arr, finish, cls, node, comp = (A[k] for k in ("status", "start", "arr", "finish", "cls",
+                                                                   "node", "comp"))
+    R = len(status)
     C, T = len(run.cfg.classes), len(run.type_keys)
-    # per (node, class), then folded by node type: ~10x faster than one key per request
-    per_node = np.bincount(A["node"][ran].astype(np.int64) * C + cls[ran], minlength=len(A["node_dev"]) * C)
+    n_started = int(np.count_nonzero(start >= 0))
+    n_done = int(np.count_nonzero(status == K.ST_DONE))
+    # every step-th started request (uniform over the run) goes to the breakdown sample
+    step = -(-n_started // BREAKDOWN_SAMPLE) if n_started else 1
+    dl, e2e, e2e_cls = np.empty(n_started, np.int64), np.empty(n_done, np.int64), np.empty(n_done, np.int8)
+    sample_idx = []
+    # requests started per (node, class), folded by node type below: the power each type drew
+    per_node = np.zeros(len(A["node_dev"]) * C, dtype=np.int64)
+    cls_count = np.zeros(C, dtype=np.int64)
+    comp_sum = np.zeros(comp.shape[1], dtype=np.int64)
+    dropped = in_flight = 0
+    i_s = i_d = 0  # started and done requests before the block
+    tmp = np.empty(min(_BLOCK, R), np.int64)
+    for lo in range(0, R, _BLOCK):
+        sl = slice(lo, min(lo + _BLOCK, R))
+        b = sl.stop - lo
+        s, a, st, c = start[sl], arr[sl], status[sl], cls[sl]
+        was = s >= 0
+        k = int(np.count_nonzero(was))
+        np.subtract(s, a, out=tmp[:b])
+        np.compress(was, tmp[:b], out=dl[i_s:i_s + k])
+        ok = st == K.ST_DONE
+        kd = int(np.count_nonzero(ok))
+        np.subtract(finish[sl], a, out=tmp[:b])
+        np.compress(ok, tmp[:b], out=e2e[i_d:i_d + kd])
+        np.compress(ok, c, out=e2e_cls[i_d:i_d + kd])
+        nd = node[sl]
+        ran = was & (nd >= 0)
+        per_node += np.bincount(nd[ran] * np.int32(C) + c[ran], minlength=len(per_node))
+        cls_count += np.bincount(c, minlength=C)
+        rows = comp[sl][was]
+        comp_sum += [int(rows[:, j].sum()) for j in range(comp.shape[1])]
+        first = (-i_s) % step  # the block's first started request whose rank is a multiple of step
+        if first < k:
+            sample_idx.append(np.flatnonzero(was)[first::step] + lo)
+        dropped += int(np.count_nonzero(st == K.ST_DROP))
+        in_flight += int(np.count_nonzero((st == K.ST_WAIT) | (st == K.ST_RUN)))
+        i_s, i_d = i_s + k, i_d + kd
     class_type = np.zeros((T, C), dtype=np.int64)
     np.add.at(class_type, A["node_type"], per_node.reshape(-1, C))
     class_type = np.ascontiguousarray(class_type.T)
-    idx = np.flatnonzero(started)
-    step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
-    sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
+    sample = comp[np.concatenate(sample_idx) if sample_idx else np.zeros(0, np.int64)]
     return {
         "cfg": run.cfg, "type_keys": run.type_keys, "power_w": run.power_w, "rate": run.rate,
         "class_type": class_type, "times": run.times, "energy": run.energy,
         "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
-        "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
-        "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
-        "comp_sum": A["comp"].sum(axis=0) - A["comp"][~started].sum(axis=0), "comp_n": len(idx), "comp_sample": sample,
-        "n": len(status), "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
-        "in_flight": int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum()), "started": int(started.sum()),
+        "dl": dl, "e2e": e2e, "e2e_cls": e2e_cls,
+        "cls_count": cls_count,
+        "comp_sum": comp_sum, "comp_n": n_started, "comp_sample": sample,
+        "n": R, "done": n_done, "dropped": dropped,
+        "in_flight": in_flight, "started": n_started,
         "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),
         "dev_by_type": np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys)),
         "util_t": list(run.util_t), "util": np.array(run.util), "waiting_shards": int((A["shard_state"] == 1).sum()),
