@@ -398,29 +398,25 @@ def _bloom_params(n: int, fp: float) -> tuple[int, int]:
 
 def _digest(run: RegionRun, t_ns: int) -> None:
     """The Bloom digest of full nodes reaches the scheduler: flagged nodes look full, others not."""
-    from magnum_lib.gossip.bloom import BloomFilter
+    from magnum_lib.gossip.bloom import member_flags
 
     A, cfg = run.A, run.cfg
-    free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
-    is_full = free <= 0
-    full = np.flatnonzero(is_full)
-    bf = BloomFilter(*_bloom_params(max(len(full), 1), cfg.bloom_fp), seed=int(t_ns % (2**31)))
-    if len(full):
-        bf.add_many(full)
-    flagged = is_full.copy()  # no false negatives: only the other nodes can test positive
-    others = np.flatnonzero(~is_full)
-    if len(others):
-        flagged[others] = bf.contains_many(others)
-    reach = np.ones(len(free), dtype=bool)
-    p = run.params
-    ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
-    if ps <= t_ns < pe:
-        reach = A["part"] == 0
+    is_full = A["node_dev"] - A["run"] - A["train"] - A["hold"] <= 0
+    # a real filter of the full nodes: members flagged, the others at its false-positive rate
+    flagged = member_flags(is_full, *_bloom_params(max(int(np.count_nonzero(is_full)), 1), cfg.bloom_fp),
+                           seed=int(t_ns % (2**31)))
     no_free = A["node_dev"] - A["view_train"]
     vb = A["view_busy"]
-    vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),
-                     np.where(reach & ~flagged, np.minimum(vb, no_free - 1), vb))
-    A["view_time"][reach] = t_ns
+    p = run.params
+    ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
+    if ps <= t_ns < pe:  # the partitioned nodes' digest does not arrive
+        reach = A["part"] == 0
+        vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),
+                         np.where(reach & ~flagged, np.minimum(vb, no_free - 1), vb))
+        A["view_time"][reach] = t_ns
+    else:
+        vb[:] = np.where(flagged, np.maximum(vb, no_free), np.minimum(vb, no_free - 1))
+        A["view_time"][:] = t_ns
 
 
 def run_region(run: RegionRun, progress=None) -> RegionRun:
