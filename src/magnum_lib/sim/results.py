@@ -118,7 +118,8 @@ def summarize(digests, wall_s: float) -> dict:
     cfg = runs[0]["cfg"]
     keys = runs[0]["type_keys"]
     cnt = sum(r["cnt"] for r in runs)
-    cat = lambda name: np.concatenate([r[name] for r in runs])  # noqa: E731
+    # pooled samples; one region's are used as they are (only read below): no 70 MB copy
+    cat = lambda name: runs[0][name] if len(runs) == 1 else np.concatenate([r[name] for r in runs])  # noqa: E731
     dl, e2e, e2e_cls = cat("dl"), cat("e2e"), cat("e2e_cls")
     sample = cat("comp_sample")
     comp_sum, comp_n = sum(r["comp_sum"] for r in runs), sum(r["comp_n"] for r in runs)
