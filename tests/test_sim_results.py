@@ -47,3 +47,15 @@ def test_blocked_digest_equals_whole_array_numpy(run, monkeypatch, block, sample
     class_type = np.zeros((T, C), dtype=np.int64)
     np.add.at(class_type, run.A["node_type"], ref["per_node"].reshape(-1, C))
     assert np.array_equal(d["class_type"], class_type.T)
+
+
+def test_latencies_widen_to_int64_when_one_does_not_fit_int32(run, monkeypatch):
+    monkeypatch.setattr(results, "_BLOCK", 64)
+    d32 = results.digest(run)
+    monkeypatch.setattr(results, "_I32", int(np.median(d32["dl"])))  # widen part-way through
+    d64, ref = results.digest(run), _whole_array(run)
+    assert d32["dl"].dtype == np.int32 and d64["dl"].dtype == np.int64 and d64["e2e"].dtype == np.int64
+    for k in ("dl", "e2e"):
+        assert np.array_equal(d32[k], ref[k]) and np.array_equal(d64[k], ref[k])
+    s32, s64 = results.summarize([d32], 1.0), results.summarize([d64], 1.0)
+    assert s32 == s64
