@@ -29,6 +29,7 @@ from magnum_lib.energy import DvfsModel, clock_for_deadline
 from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.config import SimConfig, check_config
+from magnum_lib.sim.pages import on_small_pages
 
 __all__ = ["core_module", "build_region", "run_region", "RegionRun"]
 
@@ -211,6 +212,7 @@ class RegionRun:
         self.wall_s = 0.0
 
 
+@on_small_pages  # the per-request arrays (about 150 B a request): see sim.pages
 def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) -> RegionRun:
     """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core."""
     cfg = check_config(cfg)

@@ -5,6 +5,7 @@ import numpy as np
 
 from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.sim import core_ref as K
+from magnum_lib.sim.pages import on_small_pages
 
 COMPONENTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
 TRACE_EVENTS = ("arrive", "round", "placed", "no_fit_in_view", "lease_at_node", "refused", "queued",
@@ -47,6 +48,7 @@ class _Latencies:
         self.i += len(v)
 
 
+@on_small_pages  # its outputs are 4-8 B a request: see sim.pages
 def digest(run) -> dict:
     """What the summary needs from one region, compact (a few bytes per request) and picklable.
 
@@ -130,6 +132,7 @@ def _power_per_type(runs) -> np.ndarray:
     return np.where(seconds > 0, joules / np.where(seconds > 0, seconds, 1.0), tdp)
 
 
+@on_small_pages  # the percentiles partition copies of the latencies
 def summarize(digests, wall_s: float) -> dict:
     """One JSON-ready dict for the digests of every region (counts add, samples pool)."""
     runs = [d if isinstance(d, dict) else digest(d) for d in digests]
