@@ -255,8 +255,11 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         hnoise = rng.standard_exponential(R, dtype=np.float32)
     else:
         s2 = math.log1p(cfg.service_cv ** 2)
-        noise, hnoise = (np.exp(rng.standard_normal(R, dtype=np.float32) * np.float32(math.sqrt(s2))
-                                - np.float32(s2 / 2)) for _ in range(2))
+        noise, hnoise = rng.standard_normal(R, dtype=np.float32), rng.standard_normal(R, dtype=np.float32)
+        for x in (noise, hnoise):  # in place: no R-sized temporaries (the same float32 operations)
+            x *= np.float32(math.sqrt(s2))
+            x -= np.float32(s2 / 2)
+            np.exp(x, out=x)
 
     # Pools: per scheduler scope and class, node lists tried in order.
     S = cfg.schedulers
