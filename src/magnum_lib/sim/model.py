@@ -248,7 +248,8 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None) ->
         from magnum_lib.engine.errors import ParameterError
         raise ParameterError("duration_s" if C <= 127 else "classes",
                              f"gives {R} requests and {C} classes; at most 2^31 - 2 and 127")
-    cls = rng.choice(C, size=R, p=shares).astype(np.int8)
+    from magnum_lib.workload import categorical
+    cls = categorical(rng, shares, R)  # = rng.choice(C, size=R, p=shares), in int8 blocks
     # service multipliers (mean 1), drawn in float32 as they are stored
     if cfg.service == "exp":
         noise = rng.standard_exponential(R, dtype=np.float32)
