@@ -307,3 +307,24 @@ def test_expected_fp_rate_rejects():
         expected_fp_rate(10, 0, 3)
     with pytest.raises(ValueError, match="n must be"):
         expected_fp_rate(-1, 10, 3)
+
+
+@pytest.mark.parametrize("n, frac, seed", [(1, 1.0, 0), (7, 0.0, 3), (5000, 0.4, 12345), (960, 0.1, 2**31 - 1)])
+def test_member_flags_are_a_real_filters_answers(n, frac, seed):
+    from magnum_lib.gossip.bloom import member_flags
+    rng = np.random.default_rng(seed)
+    is_member = rng.random(n) < frac
+    m, k = optimal_params(max(int(is_member.sum()), 1), 0.01)
+    f = BloomFilter(m, k, seed=seed)
+    f.add_many(np.flatnonzero(is_member))
+    got = member_flags(is_member, m, k, seed=seed)
+    assert got.dtype == bool and np.array_equal(got, f.contains_many(np.arange(n)))
+    assert got[is_member].all()
+
+
+def test_member_flags_rejects_non_boolean_input():
+    from magnum_lib.gossip.bloom import member_flags
+    with pytest.raises(TypeError, match="is_member"):
+        member_flags(np.array([0, 1]), 101, 3)
+    with pytest.raises(ValueError, match="k must"):
+        member_flags(np.array([True]), 101, 0)

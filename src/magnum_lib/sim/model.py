@@ -29,6 +29,7 @@ from magnum_lib.energy import DvfsModel, clock_for_deadline
 from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.config import SimConfig, check_config
+from magnum_lib.sim.pages import on_small_pages
 
 __all__ = ["core_module", "build_region", "run_region", "advance_region", "RegionRun", "RegionLayout",
            "region_snapshot", "plan_hints", "plan_seed", "apply_hints"]
@@ -346,6 +347,7 @@ def hint_demand(cfg: SimConfig) -> int:
     return max(1, cfg.devices_per_node // 2)
 
 
+@on_small_pages  # the per-request arrays (about 150 B a request): see sim.pages
 def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
                  layout: RegionLayout | None = None) -> RegionRun:
     """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core.
@@ -370,15 +372,19 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
         from magnum_lib.engine.errors import ParameterError
         raise ParameterError("duration_s" if C <= 127 else "classes",
                              f"gives {R} requests and {C} classes; at most 2^31 - 2 and 127")
-    cls = rng.choice(C, size=R, p=shares).astype(np.int8)
+    from magnum_lib.workload import categorical
+    cls = categorical(rng, shares, R)  # = rng.choice(C, size=R, p=shares), in int8 blocks
     # service multipliers (mean 1), drawn in float32 as they are stored
     if cfg.service == "exp":
         noise = rng.standard_exponential(R, dtype=np.float32)
         hnoise = rng.standard_exponential(R, dtype=np.float32)
     else:
         s2 = math.log1p(cfg.service_cv ** 2)
-        noise, hnoise = (np.exp(rng.standard_normal(R, dtype=np.float32) * np.float32(math.sqrt(s2))
-                                - np.float32(s2 / 2)) for _ in range(2))
+        noise, hnoise = rng.standard_normal(R, dtype=np.float32), rng.standard_normal(R, dtype=np.float32)
+        for x in (noise, hnoise):  # in place: no R-sized temporaries (the same float32 operations)
+            x *= np.float32(math.sqrt(s2))
+            x -= np.float32(s2 / 2)
+            np.exp(x, out=x)
 
     # Pools: per scheduler scope and class, node lists tried in order.
     S = cfg.schedulers
@@ -597,29 +603,25 @@ def _bloom_params(n: int, fp: float) -> tuple[int, int]:
 
 def _digest(run: RegionRun, t_ns: int) -> None:
     """The Bloom digest of full nodes reaches the scheduler: flagged nodes look full, others not."""
-    from magnum_lib.gossip.bloom import BloomFilter
+    from magnum_lib.gossip.bloom import member_flags
 
     A, cfg = run.A, run.cfg
-    free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
-    is_full = free <= 0
-    full = np.flatnonzero(is_full)
-    bf = BloomFilter(*_bloom_params(max(len(full), 1), cfg.bloom_fp), seed=int(t_ns % (2**31)))
-    if len(full):
-        bf.add_many(full)
-    flagged = is_full.copy()  # no false negatives: only the other nodes can test positive
-    others = np.flatnonzero(~is_full)
-    if len(others):
-        flagged[others] = bf.contains_many(others)
-    reach = np.ones(len(free), dtype=bool)
-    p = run.params
-    ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
-    if ps <= t_ns < pe:
-        reach = A["part"] == 0
+    is_full = A["node_dev"] - A["run"] - A["train"] - A["hold"] <= 0
+    # a real filter of the full nodes: members flagged, the others at its false-positive rate
+    flagged = member_flags(is_full, *_bloom_params(max(int(np.count_nonzero(is_full)), 1), cfg.bloom_fp),
+                           seed=int(t_ns % (2**31)))
     no_free = A["node_dev"] - A["view_train"]
     vb = A["view_busy"]
-    vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),
-                     np.where(reach & ~flagged, np.minimum(vb, no_free - 1), vb))
-    A["view_time"][reach] = t_ns
+    p = run.params
+    ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
+    if ps <= t_ns < pe:  # the partitioned nodes' digest does not arrive
+        reach = A["part"] == 0
+        vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),
+                         np.where(reach & ~flagged, np.minimum(vb, no_free - 1), vb))
+        A["view_time"][reach] = t_ns
+    else:
+        vb[:] = np.where(flagged, np.maximum(vb, no_free), np.minimum(vb, no_free - 1))
+        A["view_time"][:] = t_ns
 
 
 def _chunk_ns(cfg: SimConfig) -> int:

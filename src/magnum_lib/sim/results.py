@@ -5,6 +5,7 @@ import numpy as np
 
 from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.sim import core_ref as K
+from magnum_lib.sim.pages import on_small_pages
 
 COMPONENTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
 TRACE_EVENTS = ("arrive", "round", "placed", "no_fit_in_view", "lease_at_node", "refused", "queued",
@@ -24,35 +25,92 @@ def _pct_ms(ns) -> dict:
 BREAKDOWN_SAMPLE = 200_000
 
 
+#: Requests per block of :func:`digest`: its temporaries (a few MB) are reused, block after
+#: block, where whole-run masks and gathers would each fault in a fresh 10-70 MB array.
+_BLOCK = 1 << 18
+_I32 = 2**31 - 1
+
+
+class _Latencies:
+    """``n`` latencies (ns), filled block by block: int32 while they fit (half the fresh
+    pages of int64, which this output's cost mostly is), widened to int64 at the first that
+    does not. Percentiles and means read them as float64 either way: the same figures."""
+
+    def __init__(self, n: int):
+        self.out, self.i = np.empty(n, np.int32), 0
+
+    def put(self, v: np.ndarray) -> None:
+        if self.out.dtype == np.int32 and len(v) and (v.max() > _I32 or v.min() < -_I32 - 1):
+            wide = np.empty(len(self.out), np.int64)
+            wide[: self.i] = self.out[: self.i]
+            self.out = wide
+        self.out[self.i: self.i + len(v)] = v
+        self.i += len(v)
+
+
+@on_small_pages  # its outputs are 4-8 B a request: see sim.pages
 def digest(run) -> dict:
     """What the summary needs from one region, compact (a few bytes per request) and picklable.
 
-    A Dask worker returns this for its region; :func:`summarize` pools digests.
+    A Dask worker returns this for its region; :func:`summarize` pools digests. One pass
+    over the requests in blocks of :data:`_BLOCK` (the same values as whole-array numpy).
     """
     A = run.A
-    status, start, arr, finish, cls = A["status"], A["start"], A["arr"], A["finish"], A["cls"]
-    started = start >= 0
-    done = status == K.ST_DONE
-    # requests started per (class, device type): weights of the power each type drew
-    ran = started & (A["node"] >= 0)
+    status, start, arr, finish, cls, node, comp = (A[k] for k in ("status", "start", "arr", "finish", "cls",
+                                                                   "node", "comp"))
+    R = len(status)
     C, T = len(run.cfg.classes), len(run.type_keys)
-    # per (node, class), then folded by node type: ~10x faster than one key per request
-    per_node = np.bincount(A["node"][ran].astype(np.int64) * C + cls[ran], minlength=len(A["node_dev"]) * C)
+    n_started = int(np.count_nonzero(start >= 0))
+    n_done = int(np.count_nonzero(status == K.ST_DONE))
+    # every step-th started request (uniform over the run) goes to the breakdown sample
+    step = -(-n_started // BREAKDOWN_SAMPLE) if n_started else 1
+    dl, e2e, e2e_cls = _Latencies(n_started), _Latencies(n_done), np.empty(n_done, np.int8)
+    sample_idx = []
+    # requests started per (node, class), folded by node type below: the power each type drew
+    per_node = np.zeros(len(A["node_dev"]) * C, dtype=np.int64)
+    cls_count = np.zeros(C, dtype=np.int64)
+    comp_sum = np.zeros(comp.shape[1], dtype=np.int64)
+    dropped = in_flight = 0
+    i_s = i_d = 0  # started and done requests before the block
+    tmp, buf = np.empty(min(_BLOCK, R), np.int64), np.empty(min(_BLOCK, R), np.int64)
+    for lo in range(0, R, _BLOCK):
+        sl = slice(lo, min(lo + _BLOCK, R))
+        b = sl.stop - lo
+        s, a, st, c = start[sl], arr[sl], status[sl], cls[sl]
+        was = s >= 0
+        k = int(np.count_nonzero(was))
+        np.subtract(s, a, out=tmp[:b])
+        dl.put(np.compress(was, tmp[:b], out=buf[:k]))
+        ok = st == K.ST_DONE
+        kd = int(np.count_nonzero(ok))
+        np.subtract(finish[sl], a, out=tmp[:b])
+        e2e.put(np.compress(ok, tmp[:b], out=buf[:kd]))
+        np.compress(ok, c, out=e2e_cls[i_d:i_d + kd])
+        nd = node[sl]
+        ran = was & (nd >= 0)
+        per_node += np.bincount(nd[ran] * np.int32(C) + c[ran], minlength=len(per_node))
+        cls_count += np.bincount(c, minlength=C)
+        # all rows less the few not started: no gather of the started ones (einsum: 4x sum(axis=0))
+        comp_sum += np.einsum("ij->j", comp[sl]) - np.einsum("ij->j", comp[sl][~was])
+        first = (-i_s) % step  # the block's first started request whose rank is a multiple of step
+        if first < k:
+            sample_idx.append(np.flatnonzero(was)[first::step] + lo)
+        dropped += int(np.count_nonzero(st == K.ST_DROP))
+        in_flight += int(np.count_nonzero((st == K.ST_WAIT) | (st == K.ST_RUN)))
+        i_s, i_d = i_s + k, i_d + kd
     class_type = np.zeros((T, C), dtype=np.int64)
     np.add.at(class_type, A["node_type"], per_node.reshape(-1, C))
     class_type = np.ascontiguousarray(class_type.T)
-    idx = np.flatnonzero(started)
-    step = -(-len(idx) // BREAKDOWN_SAMPLE) if len(idx) else 1
-    sample = A["comp"][idx[::step]]  # every step-th started request: uniform over the run
+    sample = comp[np.concatenate(sample_idx) if sample_idx else np.zeros(0, np.int64)]
     return {
         "cfg": run.cfg, "type_keys": run.type_keys, "power_w": run.power_w, "rate": run.rate,
         "class_type": class_type, "times": run.times, "energy": run.energy,
         "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
-        "dl": (start - arr)[started], "e2e": (finish - arr)[done], "e2e_cls": cls[done].astype(np.int8),
-        "cls_count": np.bincount(cls, minlength=len(run.cfg.classes)),
-        "comp_sum": A["comp"].sum(axis=0) - A["comp"][~started].sum(axis=0), "comp_n": len(idx), "comp_sample": sample,
-        "n": len(status), "done": int(done.sum()), "dropped": int((status == K.ST_DROP).sum()),
-        "in_flight": int(((status == K.ST_WAIT) | (status == K.ST_RUN)).sum()), "started": int(started.sum()),
+        "dl": dl.out, "e2e": e2e.out, "e2e_cls": e2e_cls,
+        "cls_count": cls_count,
+        "comp_sum": comp_sum, "comp_n": n_started, "comp_sample": sample,
+        "n": R, "done": n_done, "dropped": dropped,
+        "in_flight": in_flight, "started": n_started,
         "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),
         "dev_by_type": np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys)),
         "util_t": list(run.util_t), "util": np.array(run.util), "waiting_shards": int((A["shard_state"] == 1).sum()),
@@ -74,13 +132,15 @@ def _power_per_type(runs) -> np.ndarray:
     return np.where(seconds > 0, joules / np.where(seconds > 0, seconds, 1.0), tdp)
 
 
+@on_small_pages  # the percentiles partition copies of the latencies
 def summarize(digests, wall_s: float) -> dict:
     """One JSON-ready dict for the digests of every region (counts add, samples pool)."""
     runs = [d if isinstance(d, dict) else digest(d) for d in digests]
     cfg = runs[0]["cfg"]
     keys = runs[0]["type_keys"]
     cnt = sum(r["cnt"] for r in runs)
-    cat = lambda name: np.concatenate([r[name] for r in runs])  # noqa: E731
+    # pooled samples; one region's are used as they are (only read below): no 70 MB copy
+    cat = lambda name: runs[0][name] if len(runs) == 1 else np.concatenate([r[name] for r in runs])  # noqa: E731
     dl, e2e, e2e_cls = cat("dl"), cat("e2e"), cat("e2e_cls")
     sample = cat("comp_sample")
     comp_sum, comp_n = sum(r["comp_sum"] for r in runs), sum(r["comp_n"] for r in runs)

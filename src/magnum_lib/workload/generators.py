@@ -23,6 +23,7 @@ __all__ = [
     "exponential_service",
     "lognormal_service",
     "pareto_service",
+    "categorical",
 ]
 
 
@@ -261,3 +262,23 @@ def pareto_service(alpha, n, *, mean=None, scale=None, seed=None) -> np.ndarray:
         scale = real("scale", scale, positive=True)
     # numpy's pareto() is the Lomax (shifted) form: X = scale * (1 + Lomax).
     return scale * (1.0 + rng_from(seed).pareto(alpha, n))
+
+
+def categorical(rng: np.random.Generator, p, size: int, *, dtype=np.int8, block: int = 1 << 16) -> np.ndarray:
+    """``size`` draws of categories ``0 .. len(p)-1`` with probabilities ``p``, in ``dtype``.
+
+    The same values, and the same use of ``rng``, as ``rng.choice(len(p), size=size, p=p)``
+    (one uniform per draw, the index the cumulative ``p`` gives it), but block by block in
+    the narrow output: no ``size``-long float64 uniforms and int64 indices (140 MB for the
+    region's 8.8 M requests). ``p``: non-negative, summing to 1 (the caller's check).
+    """
+    cdf = np.cumsum(np.asarray(p, dtype=np.float64))
+    cdf /= cdf[-1]
+    out = np.empty(size, dtype=dtype)
+    for lo in range(0, size, block):
+        u = rng.random(min(block, size - lo))
+        o = out[lo: lo + len(u)]
+        o[:] = 0
+        for c in cdf:  # searchsorted(cdf, u, side="right"): how many cdf values are <= u
+            o += c <= u
+    return out
