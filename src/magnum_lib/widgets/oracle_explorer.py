@@ -108,13 +108,16 @@ class OracleExplorer(Explorer):
                                    bbox={"facecolor": "white", "edgecolor": style.color("article")})
         ax = self._ax_cost
         self._ref, self._hist = {}, {}
+        timed = [self.reference[a][0] for a in COLORS if math.isfinite(self.reference.get(a, (math.nan,))[0])]
+        slowest = max(timed, default=math.nan)
         for algo, color in COLORS.items():
             ms, ratio = self.reference.get(algo, (math.nan, math.nan))
             (self._ref[algo],) = ax.plot([ms], [ratio], "o", mfc="none", mec=color, ms=10, mew=1.5)
             (self._hist[algo],) = ax.plot([], [], "o", color=color, ms=5, alpha=0.6)
             if math.isfinite(ratio):  # direct labels instead of a legend (a legend's layout is slow)
-                ax.annotate(algo, (ms, ratio), xytext=(7, 5), textcoords="offset points", color=color,
-                            fontsize=style.SMALL_PT)
+                left = ms == slowest  # the right-most point: its label goes left, inside the axes
+                ax.annotate(algo, (ms, ratio), xytext=(-7 if left else 7, 5), textcoords="offset points",
+                            ha="right" if left else "left", color=color, fontsize=style.SMALL_PT)
         (self._star,) = ax.plot([], [], "*", ms=16, mec="black", mew=0.8)
         ax.axhline(1.0, color=style.GREY, lw=0.8, ls=":")
         ax.set_xscale("log")
