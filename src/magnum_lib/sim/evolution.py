@@ -64,7 +64,7 @@ figure, step by step:
   anything the scheduler computes. v2 is a tenth of a millisecond *above* v1 at p95: the
   250 us decision quantum. The hints change little in v2, whose pools already follow the
   cost model: p95 3.716 ms with and without, energy per request 17.54 J against 17.56 J,
-  refused leases 0.0004% both. How much the hints help depends on how many nodes they name
+  no lease refused in either run. How much the hints help depends on how many nodes they name
   (``hint_headroom``, 1.5x the devices a class keeps busy by default).
 * graph pre-reservation (v2): the class's static graph (``recsys_ours``, 8.5 GB) is
   reserved on the MTIA nodes where it fits beside the nodes' other tenants
