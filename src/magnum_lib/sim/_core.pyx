@@ -938,14 +938,6 @@ cdef class Core:
             h = self._advance(te)
         return h
 
-    def sample_view_age(self, t):
-        """Add the age of every node's view entry at ``t`` to the staleness counters (every
-        gossip tick already adds them, just before and just after its update)."""
-        if self.view_mode == VIEW_GOSSIP:
-            vt = self.A["view_time"][: self.n_nodes]
-            self.cnt[K_VIEW_AGE_NS] += int(t) * self.n_nodes - int(vt.sum())
-            self.cnt[K_VIEW_SAMPLES] += self.n_nodes
-
     @property
     def tick_count(self):
         return self.tick

@@ -615,14 +615,6 @@ class Core:
         cnt[K_EVENTS] += handled
         return handled
 
-    def sample_view_age(self, t: int) -> None:
-        """Add the age of every node's view entry at ``t`` to the staleness counters (every
-        gossip tick already adds them, just before and just after its update)."""
-        A = self.A
-        if self.view_mode == VIEW_GOSSIP:
-            A["cnt"][K_VIEW_AGE_NS] += int(t * self.n_nodes - A["view_time"][: self.n_nodes].sum())
-            A["cnt"][K_VIEW_SAMPLES] += self.n_nodes
-
     @property
     def tick_count(self) -> int:
         return self.tick
