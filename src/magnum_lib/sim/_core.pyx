@@ -11,7 +11,7 @@ from magnum_lib._typedefs cimport time_ns, intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
 from magnum_lib.node._dispatcher cimport next_boundary, start_after
 from magnum_lib.node._hedge_rule cimport hedge_delay_ns, sends_copy
-from magnum_lib.regional._place_rule cimport better_of_two
+from magnum_lib.regional._place_rule cimport better_of_two, ring_first
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
                                               lease_verdict)
 from magnum_lib.sim import core_ref as _ref
@@ -528,7 +528,7 @@ cdef class Core:
             for k in range(n):
                 i = self.pool_nodes[lo + k]
                 av = self._avail(s, i, cp)
-                if av > best_av:
+                if better_of_two(best, best_av, i, av) == i:  # the most room, the first on ties
                     best = i
                     best_av = av
             self.cnt[K_EXAMINED] += n
@@ -537,14 +537,7 @@ cdef class Core:
             rlo = self.ring_off[pool]
             rhi = self.ring_off[pool + 1]
             key = <int64_t> self._rand((<uint64_t> 1) << 62)
-            a = rlo
-            b = rhi
-            while a < b:
-                m = (a + b) // 2
-                if self.ring_key[m] < key:
-                    a = m + 1
-                else:
-                    b = m
+            a = ring_first(&self.ring_key[0], rlo, rhi, key)  # regional/_place_rule.pxd
             m = rhi - rlo
             for j in range(m):
                 i = self.ring_node[rlo + (a - rlo + j) % m]

@@ -10,7 +10,8 @@ heap whose ties are broken by insertion order, so both backends agree exactly.
 The decisions are the layers' rules, called here (their compiled twins are inlined into
 ``_core.pyx``): the lease verdict and victim order of ``regional.validator_ref``
 (``lease_expired``, ``lease_verdict``, ``cover_victims``), the two-choices pick
-(``better_of_two``), the decision quantum and start after a pause of ``node.dispatcher_ref``
+(``better_of_two``, also the scan's "most room, first on ties"), consistent hashing's
+lookup (``regional.hashing.ring_first``), the decision quantum and start after a pause of ``node.dispatcher_ref``
 (``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref``;
 tests/test_sim_layer_parity.py replays recorded runs through the layers' entry points.
 
@@ -58,6 +59,7 @@ import heapq
 
 from magnum_lib.node.dispatcher_ref import next_boundary, start_after
 from magnum_lib.node.hedge_rule_ref import hedge_delay_ns, sends_copy
+from magnum_lib.regional.hashing import ring_first
 from magnum_lib.regional.validator_ref import (LR_ACCEPT, LR_PREEMPT, better_of_two, cover_victims, lease_expired,
                                              lease_verdict)
 
@@ -226,21 +228,13 @@ class Core:
             for k in range(n):
                 i = int(nodes[lo + k])
                 av = self._avail(s, i, cp)
-                if av > best_av:
+                if better_of_two(best, best_av, i, av) == i:  # the most room, the first on ties
                     best, best_av = i, av
             A["cnt"][K_EXAMINED] += n
             return best
         if pol == POL_HASH:
             rlo, rhi = int(A["ring_off"][pool]), int(A["ring_off"][pool + 1])
-            keys = A["ring_key"]
-            key = self._rand(1 << 62)
-            a, b = rlo, rhi  # first ring point with key >= request key (wraps)
-            while a < b:
-                m = (a + b) // 2
-                if keys[m] < key:
-                    a = m + 1
-                else:
-                    b = m
+            a = ring_first(A["ring_key"], rlo, rhi, self._rand(1 << 62))  # the regional layer's lookup
             m = rhi - rlo
             for j in range(m):
                 i = int(A["ring_node"][rlo + (a - rlo + j) % m])

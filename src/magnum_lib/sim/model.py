@@ -27,6 +27,7 @@ from magnum_lib.cluster import build_cluster
 from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.energy import DvfsModel, clock_for_deadline
 from magnum_lib.hardware import cost_matrix, default_catalog
+from magnum_lib.regional.hashing import hash_ring
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.config import SimConfig, check_config
 from magnum_lib.sim.pages import on_small_pages
@@ -183,20 +184,6 @@ def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
     order = np.argsort(np.array(nodes, dtype=np.int64), kind="stable")
     sn = np.array(nodes, dtype=np.int64)[order]
     return sn, np.array(devs, dtype=np.int64)[order], np.array(starts, dtype=np.int64)[order]
-
-
-def _ring(nodes: np.ndarray, vnodes: int, salt: int):
-    """Consistent-hash ring of ``nodes`` (``vnodes`` points each): sorted keys, owner nodes."""
-    x = (np.repeat(nodes.astype(np.uint64), vnodes) * np.uint64(1024)
-         + np.tile(np.arange(vnodes, dtype=np.uint64), len(nodes)) + np.uint64(salt))
-    with np.errstate(over="ignore"):  # splitmix64 finalizer
-        x = (x + np.uint64(0x9E3779B97F4A7C15))
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-    keys = (x >> np.uint64(2)).astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    return keys[order], np.repeat(nodes, vnodes)[order]
 
 
 class RegionRun:
@@ -404,7 +391,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
             pool_nodes.append(nodes)
             pool_off.append(pool_off[-1] + len(nodes))
             if cfg.policy == "hash":
-                k_, n_ = _ring(nodes, cfg.ring_vnodes, salt=len(pool_off))
+                k_, n_ = hash_ring(nodes, cfg.ring_vnodes, salt=len(pool_off))  # the regional layer's ring
             else:
                 k_, n_ = np.zeros(0, np.int64), np.zeros(0, np.int64)
             ring_key.append(k_)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.regional import hashing
 from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, simulate
 
 #: Simulated seconds per explorer change (classroom cluster: ~1,500 requests at load 0.8).
@@ -274,19 +275,16 @@ def consistent_wait_ms(partition_s: float, q: float = 0.5) -> float:
 # --- consistent hashing vs two choices ---------------------------------------------------
 
 def ring_shares(nodes: int, vnodes: int = 1, seed: int = 0) -> np.ndarray:
-    """Fraction of the hash ring each node owns, ``vnodes`` uniformly random points per node.
+    """Fraction of the hash ring each node owns: the simulator's ring, ``vnodes`` points per node.
 
-    A point owns the arc from the previous point up to it (uniform points: an ideal hash).
+    The regional layer's :func:`~magnum_lib.regional.hashing.hash_ring` over nodes
+    ``0 .. nodes-1``; each seed is another ring (salt ``seed x 2^40``: no point input shared).
     """
     if nodes < 1 or vnodes < 1:
         raise ParameterError("nodes", f"nodes and vnodes must be >= 1, got {nodes}, {vnodes}")
-    rng = np.random.default_rng(seed)
-    pts = rng.random(nodes * vnodes)
-    owner = np.repeat(np.arange(nodes), vnodes)
-    order = np.argsort(pts)
-    pts, owner = pts[order], owner[order]
-    arcs = np.diff(np.concatenate(([pts[-1] - 1.0], pts)))
-    return np.bincount(owner, weights=arcs, minlength=nodes)
+    seed = check_int("seed", seed, 0, 2**21)
+    keys, owners = hashing.hash_ring(np.arange(nodes), vnodes, salt=seed << 40)
+    return hashing.ring_shares(keys, owners, nodes)
 
 
 def hash_max_load(nodes: int, balls: int, vnodes: int = 1, seed: int = 0) -> float:
