@@ -150,8 +150,26 @@ def test_property_pack_alone_equals_reserve(manifest, device):
        st.sampled_from(POLICIES))
 def test_property_packed_layer_times_are_reserved_ones(graphs, device, policy):
     jobs = jobs_from_manifests(graphs, device=device)
-    want = np.concatenate([reserve(m, device=device).end_ns - reserve(m, device=device).start_ns
-                           for m in graphs])
+    want = np.concatenate([r.end_ns - r.start_ns for r in (reserve(m, device=device) for m in graphs)])
     for kernel in kernels():
         p = pack(jobs, policy, kernel=kernel)
         assert (p.end_ns - p.start_ns).tolist() == want.tolist()
+
+
+def test_a_layer_stretched_past_the_clock_is_refused_by_both():
+    """On a (made-up) 1 B/s link one layer of an hour at 100 TB/s would pass 2^62 ns."""
+    import dataclasses
+
+    from magnum_lib.hardware import Catalog
+
+    base = default_catalog()
+    acc = base["k80"]
+    slow = dataclasses.replace(acc, interconnect=dataclasses.replace(acc.interconnect, per_direction_Bps=1.0))
+    catalog = Catalog({**{k: base[k] for k in base}, "k80": slow})
+    m = parse_manifest({"job": {"id": "x", "gpu_type": "k80", "graph": [
+        {"layer": "a", "runtime": "1h", "memory": "1GB", "interconnect": "100TB/s"}]}})
+    with pytest.raises(ValueError, match="device: on k80 layer a would run past 2\\^62 ns"):
+        reserve(m, catalog=catalog)
+    with pytest.raises(ParameterError, match="^device on k80 layer a would run past 2\\^62 ns") as info:
+        jobs_from_manifests([m], catalog=catalog)
+    assert info.value.name == "device"

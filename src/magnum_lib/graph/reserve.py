@@ -16,6 +16,10 @@ Timeline model (one job alone on the device):
   its start until the next layer starts (its output buffer lives until consumed).
 
 ``makespan`` is the end of the last layer (or of its transfer).
+
+The two link rules live in :func:`layer_timing`, which
+:func:`magnum_lib.graph.packing.jobs_from_manifests` uses too: a graph packed alone on a
+device runs exactly as it is reserved there.
 """
 from __future__ import annotations
 
