@@ -29,7 +29,8 @@ from magnum_lib._backend import pick
 from magnum_lib.engine.distributions import to_ns
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, excerpt
 from magnum_lib.graph import packing_ref as _ref  # the bounds both kernels enforce
-from magnum_lib.graph.reserve import transfer_ns
+from magnum_lib.graph.manifest import Manifest
+from magnum_lib.graph.reserve import layer_timing, transfer_ns
 from magnum_lib.hardware import Catalog, default_catalog
 
 __all__ = ["JobSet", "PackResult", "POLICIES", "make_inference_graphs", "jobs_from_manifests",
@@ -63,7 +64,9 @@ class JobSet:
         Arrival, static reservation (held while resident) and largest single layer.
     layer_ptr : int64 array, shape (J + 1,)
     runtime_ns, transfer_ns, link : int64 arrays, shape (L,)
-        Compute time, transfer time after the layer, link index into ``link_names`` (-1 none).
+        Time the layer holds the device (from manifests: stretched where link-bound, as
+        :func:`~magnum_lib.graph.reserve.reserve` does), transfer time after the layer,
+        link index into ``link_names`` (-1 none).
     job_ids : tuple[str, ...]
     """
 
@@ -178,25 +181,36 @@ def make_inference_graphs(n: int, seed: int = 0, runtime_spread: float = 0.5, me
 def jobs_from_manifests(manifests, device=None, arrivals_s=None, catalog: Catalog | None = None) -> JobSet:
     """A :class:`JobSet` from validated manifests (default device: the first one's ``gpu_type``).
 
-    ``arrivals_s`` (seconds, one per manifest) defaults to all at 0.
+    ``arrivals_s`` (seconds, one per manifest) defaults to all at 0. Layer times are the
+    device's, by the rule :func:`~magnum_lib.graph.reserve.reserve` uses
+    (:func:`~magnum_lib.graph.reserve.layer_timing`): a layer whose bandwidth demand
+    exceeds the device's link holds it longer, and a transfer crosses the link the device
+    has; so one graph packed alone runs exactly as it is reserved.
     """
     manifests = list(manifests)
     if not manifests:
         raise ParameterError("manifests", "must hold at least one manifest, got none")
+    bad = next((m for m in manifests if not isinstance(m, Manifest)), None)
+    if bad is not None:
+        raise ParameterError("manifests", f"must be Manifests (see parse_manifest), got {type(bad).__name__}")
     acc = (catalog or default_catalog())[device or manifests[0].gpu_type]
-    layers = [layer for m in manifests for layer in m.layers]
     arrivals = np.zeros(len(manifests)) if arrivals_s is None else np.asarray(arrivals_s, dtype=np.float64)
     if arrivals.shape != (len(manifests),) or not np.all(np.isfinite(arrivals)) or np.any(arrivals < 0):
-        raise ParameterError("arrivals_s", f"must be {len(manifests)} finite seconds >= 0, got {arrivals_s!r}")
-    link, link_names = _link_codes([layer.interconnect if layer.transfer_bytes else None for layer in layers])
+        raise ParameterError("arrivals_s", f"must be {len(manifests)} finite seconds >= 0, got {excerpt(arrivals_s)}")
+    try:
+        timings = [layer_timing(m.layers, acc) for m in manifests]
+    except ValueError as exc:  # "device: on <key> layer <name> would run past 2^62 ns"
+        raise ParameterError("device", str(exc).removeprefix("device: ")) from None
+    xfer = np.concatenate([t.transfer_ns for t in timings])
+    links = [name for t in timings for name in t.links]
+    link, link_names = _link_codes([name if x else None for name, x in zip(links, xfer)])
     return JobSet(
         acc.key, acc.memory_bytes, to_ns(arrivals),
         np.array([m.peak_memory_bytes for m in manifests], np.int64),
         np.array([max(layer.memory_bytes for layer in m.layers) for m in manifests], np.int64),
         np.concatenate(([0], np.cumsum([len(m.layers) for m in manifests]))).astype(np.int64),
-        np.array([layer.runtime_ns for layer in layers], np.int64),
-        transfer_ns([layer.transfer_bytes for layer in layers], [layer.interconnect for layer in layers]),
-        link, link_names, tuple(m.job_id for m in manifests))
+        np.concatenate([t.runtime_ns for t in timings]), xfer, link, link_names,
+        tuple(m.job_id for m in manifests))
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,6 +16,10 @@ Timeline model (one job alone on the device):
   its start until the next layer starts (its output buffer lives until consumed).
 
 ``makespan`` is the end of the last layer (or of its transfer).
+
+The two link rules live in :func:`layer_timing`, which
+:func:`magnum_lib.graph.packing.jobs_from_manifests` uses too: a graph packed alone on a
+device runs exactly as it is reserved there.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from magnum_lib.graph.manifest import Manifest
 from magnum_lib.hardware import Catalog, default_catalog, device_link
 from magnum_lib.units import format_bandwidth, format_duration, parse_interconnect
 
-__all__ = ["Reservation", "reserve", "transfer_ns"]
+__all__ = ["Reservation", "reserve", "transfer_ns", "LayerTiming", "layer_timing"]
 
 
 def transfer_ns(nbytes, interconnect) -> np.ndarray:
@@ -117,8 +121,8 @@ def reserve(manifest: Manifest, device=None, catalog: Catalog | None = None) -> 
     if peak > acc.memory_bytes:
         raise ValueError(f"device: {acc.key} has {acc.memory_bytes} bytes, the graph needs {peak}")
     declared = np.array([layer.runtime_ns for layer in layers], dtype=np.int64)
-    runtime, links, notes = _link_check(layers, acc)
-    gap = transfer_ns([layer.transfer_bytes for layer in layers], links)
+    timing = layer_timing(layers, acc)
+    runtime, gap = timing.runtime_ns, timing.transfer_ns
     if int(runtime.sum()) + int(gap.sum()) >= 2**62:  # reachable only with a bandwidth stretch on a slow link
         raise ValueError(f"device: on {acc.key} the graph would run past 2^62 ns; its link is too slow for it")
     step = runtime + gap
@@ -131,12 +135,44 @@ def reserve(manifest: Manifest, device=None, catalog: Catalog | None = None) -> 
         mem_t, mem = start.copy(), np.array([layer.memory_bytes for layer in layers], np.int64)
     return Reservation(manifest.job_id, acc.key, tuple(layer.name for layer in layers), start, end,
                        mem_t, mem, int(mem.max()), makespan, acc.memory_bytes, manifest.pre_reserve,
-                       acc.interconnect.name, declared, tuple(notes))
+                       acc.interconnect.name, declared, timing.notes)
 
 
-def _link_check(layers, acc) -> tuple[np.ndarray, list, list[str]]:
-    """Each layer's runtime on ``acc`` (stretched where its bandwidth demand exceeds the
-    device's link), the link each transfer really crosses, and the notes saying why."""
+@dataclass(frozen=True, eq=False)
+class LayerTiming:
+    """A chain of layers as one device runs it (see :func:`layer_timing`).
+
+    Attributes
+    ----------
+    runtime_ns, transfer_ns : int64 arrays, one per layer
+        How long each layer holds the device (its declared runtime, stretched where its
+        bandwidth demand exceeds the device's link) and how long its output then takes to
+        cross the link (0 without a transfer).
+    links : tuple[str | None, ...]
+        The link each layer's interconnect really is on the device (None: none).
+    notes : tuple[str, ...]
+        One sentence per difference between what was asked and what the device has.
+    """
+
+    runtime_ns: np.ndarray
+    transfer_ns: np.ndarray
+    links: tuple
+    notes: tuple
+
+
+def layer_timing(layers, acc) -> LayerTiming:
+    """Each layer's time on accelerator ``acc`` (a catalog entry): the one rule that
+    :func:`reserve` and :func:`magnum_lib.graph.packing.jobs_from_manifests` share, so a
+    graph reserved alone and the same graph packed alone get the same timeline.
+
+    * a bandwidth demand (``interconnect: 40GB/s``) above the link's per-direction rate
+      makes the layer link-bound: it holds the device ``runtime x demand / link``
+      (rounded up, never optimistic);
+    * a transfer crosses the link the device has (:func:`magnum_lib.hardware.device_link`:
+      a fabric it lacks is replaced by its own link) at that link's per-direction rate.
+
+    Raises ValueError (``"device: ..."``) when one stretched layer would pass 2^62 ns.
+    """
     have = acc.interconnect
     runtime, links, by_note = [], [], {}
     for i, layer in enumerate(layers):
@@ -159,5 +195,6 @@ def _link_check(layers, acc) -> tuple[np.ndarray, list, list[str]]:
             if note:
                 by_note.setdefault(note, []).append(i)
         links.append(link)
-    notes = [f"job.graph[{', '.join(map(str, idx))}]: {note}" for note, idx in by_note.items()]
-    return np.array(runtime, dtype=np.int64), links, notes
+    notes = tuple(f"job.graph[{', '.join(map(str, idx))}]: {note}" for note, idx in by_note.items())
+    gap = transfer_ns([layer.transfer_bytes for layer in layers], links)
+    return LayerTiming(np.array(runtime, dtype=np.int64), gap, tuple(links), notes)
