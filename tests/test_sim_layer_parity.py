@@ -50,6 +50,7 @@ class Recorder(K.Core):
                    prio=int(A["cls_prio"][A["cls"][r]]), dev=int(A["node_dev"][i]), run=int(A["run"][i]),
                    train=int(A["train"][i]), hold=int(A["hold"][i]), ckpt=int(A["node_ckpt_ns"][i]),
                    lo=lo, state=A["shard_state"][lo:hi].copy(), sdev=A["shard_dev"][lo:hi].copy(),
+                   sstart=A["shard_start"][lo:hi].copy(),
                    cnt=A["cnt"].copy())
         super()._lease_decide(r, ta)
         rec.update(delta=A["cnt"] - rec["cnt"], state_after=A["shard_state"][lo:hi].copy(),
@@ -133,14 +134,14 @@ def _as_validator_rows(recs, micro, train_prio):
         else:  # a checkpoint evicts a running shard; the simulator's shard index is the job
             live = rec["state"] == 0
             assert int(rec["sdev"][live].sum()) == rec["train"]  # the sim's training devices are its running shards
-            held += [(rec["lo"] + k, train_prio, int(rec["sdev"][k])) for k in np.flatnonzero(live)]
+            held += [(rec["lo"] + k, train_prio, int(rec["sdev"][k]), int(rec["sstart"][k])) for k in np.flatnonzero(live)]
         free = rec["dev"] - rec["run"] - rec["hold"] - rec["train"]
         assert free >= 0
         occ = 0
-        for k, (job, prio, count) in enumerate(held):
-            slots[v * K_slots + k] = (job, prio, count, 1, 1 << 62, 0)
+        for k, (job, prio, count, *start) in enumerate(held):
+            slots[v * K_slots + k] = (job, prio, count, 1, 1 << 62, start[0] if start else 0)
             occ |= 1 << k
-        nodes[v, :6] = (0, 0, 1, free, min([p for _, p, _ in held], default=V.NO_JOB_PRIO), occ)
+        nodes[v, :6] = (0, 0, 1, free, min([h[1] for h in held], default=V.NO_JOB_PRIO), occ)
         leases[v] = (v, 0, 1, 1, 0, rec["expiry"], rec["prio"], 5_000_000 + v)
     return leases, nodes, slots, K_slots
 
@@ -154,7 +155,7 @@ def test_validator_decides_what_the_sim_decided(recorded, kernel):
     need = {V.ACCEPTED, V.ACCEPTED_PREEMPT, V.INSUFFICIENT_DEVICES}
     assert need <= set(want.tolist()), (case, np.unique(want))
     got = np.empty(len(recs), np.int64)
-    pre_victims = {}
+    pre_victims, lost = {}, {}
     for now in sorted({r["ta"] for r in recs}):  # one batch per validation instant
         idx = [k for k, r in enumerate(recs) if r["ta"] == now]
         leases, nodes, slots, Ks = _as_validator_rows([recs[k] for k in idx], case == "micro", run.core.train_prio)
@@ -163,13 +164,17 @@ def test_validator_decides_what_the_sim_decided(recorded, kernel):
         n_pre = kernel.validate_batch(leases, nodes, np.ones(1, np.uint8), 1, slots, Ks, int(now),
                                       cfg.preempt != "none", out, pre)
         got[idx] = out[:, 0]
-        for job, _, v, _, _ in pre[:n_pre]:
+        for job, start, v, count, _ in pre[:n_pre]:
             pre_victims.setdefault(idx[v], []).append(int(job))
+            lost.setdefault(idx[v], 0)
+            lost[idx[v]] += int(count) * V.lost_work_ns(int(now) + run.core.c_val_ns, int(start), run.core.ckpt_interval_ns)
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]
-    if case != "micro":  # the validator's victim is the shard the simulator evicted
+    if case != "micro":  # the validator's victim is the shard the simulator evicted, losing what it says
         for k, rec in enumerate(recs):
             evicted = [rec["lo"] + j for j in np.flatnonzero(rec["state_after"] != rec["state"])]
             assert pre_victims.get(k, []) == evicted, k
+            assert rec["delta"][K.K_LOST_NS] == lost.get(k, 0), k
+        assert sum(lost.values()) > 0  # some evicted shard lost work: the check above is not vacuous
 
 
 @pytest.mark.parametrize("kernel", VALIDATORS, ids=IDS)

@@ -2,8 +2,8 @@
 #
 # `cdef inline` so that every kernel that applies the rule gets it compiled into its own
 # nogil loop: the validator (_validator.pyx's validate_core) and the whole-system simulator
-# (sim/_core.pyx). The readable twin is in validator_ref.py (lease_expired, lease_verdict,
-# cover_victims, is_victim), used by validator_ref and sim/core_ref.py.
+# (sim/_core.pyx). The readable twin is in validator_ref.py (lease_expired, lost_work_ns,
+# lease_verdict, cover_victims, is_victim), used by validator_ref and sim/core_ref.py.
 #
 # Priorities: higher wins; a lease may displace only strictly lower priorities, lowest first,
 # then by slot index, until enough devices are free. A caller describes its slots with a
@@ -32,6 +32,12 @@ cdef struct VictimSlots:
 cdef inline bint lease_expired(time_ns expiry, time_ns now) noexcept nogil:
     # A lease is good until (not at) its expiry.
     return expiry <= now
+
+
+cdef inline time_ns lost_work_ns(time_ns now, time_ns started, time_ns interval) noexcept nogil:
+    # Work a job evicted at `now` loses per device: the time since its last periodic checkpoint
+    # (every `interval` from `started`; now >= started, so C's % agrees with Python's).
+    return (now - started) % interval
 
 
 cdef inline int lease_verdict(int64_t free, int64_t count, bint preempt, int64_t min_prio,

@@ -302,10 +302,10 @@ class NodeState:
         n_pre = mod.validate_batch(leases, self.nodes, self.ic_ok, len(self.ic_names), self.slots,
                                    self.K, int(now_ns), bool(preempt), out, pre)
         pre = pre[:n_pre]
-        lost = (now_ns - pre[:, 1]) % self.checkpoint_interval_ns
+        lost = _ref.lost_work_ns(now_ns, pre[:, 1], self.checkpoint_interval_ns)  # the lease rule's
         return {"code": out[:, 0].astype(np.int8), "slot": out[:, 1], "pre_job": pre[:, 0],
                 "pre_start": pre[:, 1], "pre_by": pre[:, 2], "pre_count": pre[:, 3],
-                "pre_mem": pre[:, 4], "checkpoint_s": pre[:, 4] / self.checkpoint_Bps,
+                "pre_mem": pre[:, 4], "checkpoint_s": _ref.checkpoint_s(pre[:, 4], self.checkpoint_Bps),
                 "lost_work_s": lost / 1e9}
 
 

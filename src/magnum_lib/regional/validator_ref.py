@@ -49,6 +49,18 @@ def lease_expired(expiry, now):
     return expiry <= now
 
 
+def checkpoint_s(memory_bytes, bandwidth_Bps):
+    """Seconds to save a victim's state: its memory per device over the checkpoint bandwidth
+    (each device saves over its own link, in parallel); numpy-friendly."""
+    return memory_bytes / bandwidth_Bps
+
+
+def lost_work_ns(now, started, interval):
+    """Work a job evicted at ``now`` loses, per device: the time since its last periodic
+    checkpoint (one every ``interval`` ns from ``started``; ``now >= started``); numpy-friendly."""
+    return (now - started) % interval
+
+
 def lease_verdict(free, count, preempt, min_prio, prio):
     """Accept (enough free devices), look for victims (a lower priority runs), or refuse.
 

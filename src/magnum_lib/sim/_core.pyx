@@ -13,7 +13,7 @@ from magnum_lib.node._dispatcher cimport next_boundary, start_after
 from magnum_lib.node._hedge_rule cimport hedge_delay_ns, sends_copy
 from magnum_lib.regional._place_rule cimport better_of_two, ring_first
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
-                                              lease_verdict)
+                                              lease_verdict, lost_work_ns)
 from magnum_lib.sim import core_ref as _ref
 
 cdef extern from *:
@@ -708,7 +708,7 @@ cdef class Core:
             self.view_ver[i] = ta
 
     cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
-        cdef int64_t i = self.node[r], tv, c, sh, d, ck, since, lo, hi, prio, last_p
+        cdef int64_t i = self.node[r], tv, c, sh, d, ck, lo, hi, prio, last_p
         cdef int verdict
         cdef VictimSlots vs
         if self.view_mode == VIEW_FRESH:
@@ -757,9 +757,8 @@ cdef class Core:
             self.hold[i] += d - 1
             if d > 1:
                 self._push(tv + ck, sh, EV_CKPT)
-            since = tv - self.shard_start[sh]
             self.cnt[K_EVICT] += 1
-            self.cnt[K_LOST_NS] += d * (since % self.ckpt_interval_ns)
+            self.cnt[K_LOST_NS] += d * lost_work_ns(tv, self.shard_start[sh], self.ckpt_interval_ns)
             self.cnt[K_CKPT_NS] += d * ck
             self.cnt[K_ACCEPT_CKPT] += 1
             self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed

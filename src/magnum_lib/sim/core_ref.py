@@ -9,7 +9,8 @@ heap whose ties are broken by insertion order, so both backends agree exactly.
 
 The decisions are the layers' rules, called here (their compiled twins are inlined into
 ``_core.pyx``): the lease verdict and victim order of ``regional.validator_ref``
-(``lease_expired``, ``lease_verdict``, ``cover_victims``), the two-choices pick
+(``lease_expired``, ``lease_verdict``, ``cover_victims``, ``lost_work_ns``; the wiring's
+checkpoint time is its ``checkpoint_s``), the two-choices pick
 (``better_of_two``, also the scan's "most room, first on ties"), consistent hashing's
 lookup (``regional.hashing.ring_first``), the decision quantum and start after a pause of ``node.dispatcher_ref``
 (``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref``;
@@ -61,7 +62,7 @@ from magnum_lib.node.dispatcher_ref import next_boundary, start_after
 from magnum_lib.node.hedge_rule_ref import hedge_delay_ns, sends_copy
 from magnum_lib.regional.hashing import ring_first
 from magnum_lib.regional.validator_ref import (LR_ACCEPT, LR_PREEMPT, better_of_two, cover_victims, lease_expired,
-                                             lease_verdict)
+                                             lease_verdict, lost_work_ns)
 
 
 MASK64 = (1 << 64) - 1
@@ -431,9 +432,8 @@ class Core:
             A["hold"][i] += d - 1
             if d > 1:
                 self._push(tv + ck, sh, EV_CKPT)
-            since = tv - int(A["shard_start"][sh])
             cnt[K_EVICT] += 1
-            cnt[K_LOST_NS] += d * (since % self.ckpt_interval_ns)
+            cnt[K_LOST_NS] += d * lost_work_ns(tv, int(A["shard_start"][sh]), self.ckpt_interval_ns)  # the lease rule's
             cnt[K_CKPT_NS] += d * ck
             cnt[K_ACCEPT_CKPT] += 1
             self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed

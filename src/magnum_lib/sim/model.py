@@ -28,6 +28,7 @@ from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.energy import DvfsModel, clock_for_deadline
 from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.regional.hashing import hash_ring
+from magnum_lib.regional.validator_ref import checkpoint_s
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.config import SimConfig, check_config
 from magnum_lib.sim.pages import on_small_pages
@@ -421,7 +422,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
     type_off = np.concatenate([[0], np.cumsum([len(x) for x in ct_nodes])]).astype(np.int64)
     node_shard_off = np.concatenate([[0], np.cumsum(np.bincount(sh_node, minlength=n))]).astype(np.int64)
     mem = np.array([cat[k].memory_bytes for k in keys], dtype=np.float64)
-    ckpt = np.rint(mem[node_type] * cfg.training_memory_fraction / cfg.checkpoint_bandwidth * NS_PER_S)
+    ckpt = np.rint(checkpoint_s(mem[node_type] * cfg.training_memory_fraction, cfg.checkpoint_bandwidth) * NS_PER_S)
     if cfg.preempt == "kill":  # evicted at once: no checkpoint delay, the work since the last is lost
         ckpt[:] = 0
 
