@@ -71,6 +71,10 @@ class Recorder(K.Core):
 
     def _start_copy(self, c, i, t, borrowed):
         self.pushed = {}
+        if c & 1:  # a hedge copy: (its node, the primary's node, free devices there before it)
+            A = self.A
+            self.copies.append((i, int(A["cnode"][c - 1]),
+                                int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])))
         super()._start_copy(c, i, t, borrowed)
         if c & 1 == 0:  # (duration, expected time, hedge delay or -1) of each primary
             A = self.A
@@ -92,7 +96,7 @@ def _recorded(case):
     cfg = make_config(knobs.pop("preset"), duration_s=0.05, seed=3, **knobs)
     run = build_region(cfg, backend="python")
     run.core.__class__ = Recorder
-    run.core.leases, run.core.starts, run.core.pairs = [], [], []
+    run.core.leases, run.core.starts, run.core.pairs, run.core.copies = [], [], [], []
     run_region(run)
     return cfg, run
 
@@ -302,3 +306,15 @@ def test_lease_rule_twins_agree_with_the_validator_on_random_nodes():
         if chosen:
             assert sorted(s for s in range(k) if V.is_victim(lambda s: live[s], lambda s: prio[s], s, p, last_p, last_s)) \
                 == sorted(chosen)
+
+
+def test_every_hedge_copy_goes_where_the_node_layer_lets_it(recorded):
+    """Another replica of the primary's type, with a free device when the copy starts (takes_copy)."""
+    case, cfg, run = recorded
+    from magnum_lib.node.hedge_rule_ref import takes_copy
+    copies = run.core.copies
+    if cfg.hedge_factor > 0:
+        assert copies  # the case hedges: the check below is not vacuous
+    assert all(takes_copy(i, primary, free) for i, primary, free in copies)
+    A = run.core.A
+    assert all(A["node_type"][i] == A["node_type"][p] for i, p, _ in copies)

@@ -5,7 +5,8 @@ copy is sent at that moment to another replica; the first to finish wins. The wh
 simulator uses a relative delay, ``factor x the expected service time`` (an absolute 5 ms
 would hedge every 20-100 ms request). Times are int64 ns.
 
-:func:`hedge_delay_ns` and :func:`sends_copy` are the rule, called per request by
+:func:`hedge_delay_ns` and :func:`sends_copy` are the rule, and :func:`takes_copy` (with
+``HEDGE_PROBES``) where the copy may go; all are called per request by
 ``sim/core_ref.py`` (the compiled core inlines their ``.pxd`` twins) and by
 :func:`magnum_lib.node.hedging.simulate_hedging`; :func:`hedge_plan` applies it to a batch.
 """
@@ -27,6 +28,16 @@ def hedge_delay_ns(expected_ns, factor_milli):
 def sends_copy(duration_ns, delay_ns, enabled=True):
     """True where a primary taking ``duration_ns`` gets a copy (it outlives the delay); numpy-friendly."""
     return bool(enabled) & (duration_ns > delay_ns)
+
+
+#: Replicas probed (over one RTT) for a copy; when none can take it, no copy is sent.
+HEDGE_PROBES = 2
+
+
+def takes_copy(replica, primary, free_devices):
+    """A copy goes only to another replica that can start it at once (a copy that queues
+    behind other work defeats the hedge)."""
+    return replica != primary and free_devices > 0
 
 
 def check_plan_inputs(duration_ns, expected_ns, factor_milli):

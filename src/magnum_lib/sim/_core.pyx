@@ -10,7 +10,7 @@ import numpy as np
 from magnum_lib._typedefs cimport time_ns, intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
 from magnum_lib.node._dispatcher cimport next_boundary, start_after
-from magnum_lib.node._hedge_rule cimport hedge_delay_ns, sends_copy
+from magnum_lib.node._hedge_rule cimport HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional._place_rule cimport better_of_two, ring_first
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
                                               lease_verdict, lost_work_ns)
@@ -845,9 +845,9 @@ cdef class Core:
         ct = self.cls[r] * self.n_types + self.node_type[i0]  # same type, able to serve the class
         lo = self.type_off[ct]
         hi = self.type_off[ct + 1]
-        for k in range(2):
+        for k in range(HEDGE_PROBES):  # node/_hedge_rule.pxd
             j = self.type_nodes[lo + <int64_t> self._rand(hi - lo)]
-            if j != i0 and self._free(j) > 0:
+            if takes_copy(j, i0, self._free(j)):
                 best = j
                 break
         if best < 0:

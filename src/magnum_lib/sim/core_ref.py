@@ -13,7 +13,8 @@ The decisions are the layers' rules, called here (their compiled twins are inlin
 checkpoint time is its ``checkpoint_s``), the two-choices pick
 (``better_of_two``, also the scan's "most room, first on ties"), consistent hashing's
 lookup (``regional.hashing.ring_first``), the decision quantum and start after a pause of ``node.dispatcher_ref``
-(``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref``;
+(``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref`` (when to
+copy, ``hedge_delay_ns``/``sends_copy``; where, ``takes_copy`` of ``HEDGE_PROBES`` probes);
 tests/test_sim_layer_parity.py replays recorded runs through the layers' entry points.
 
 The Python wiring (:mod:`magnum_lib.sim.model`) builds the inputs from the layers
@@ -59,7 +60,7 @@ from __future__ import annotations
 import heapq
 
 from magnum_lib.node.dispatcher_ref import next_boundary, start_after
-from magnum_lib.node.hedge_rule_ref import hedge_delay_ns, sends_copy
+from magnum_lib.node.hedge_rule_ref import HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional.hashing import ring_first
 from magnum_lib.regional.validator_ref import (LR_ACCEPT, LR_PREEMPT, better_of_two, cover_victims, lease_expired,
                                              lease_verdict, lost_work_ns)
@@ -526,9 +527,9 @@ class Core:
         k = int(A["cls"][r]) * self.n_types + int(A["node_type"][i0])  # same type, able to serve the class
         lo, hi = int(A["type_off"][k]), int(A["type_off"][k + 1])
         best = -1
-        for _ in range(2):  # probe two random nodes of the same type (truth, over RTT)
+        for _ in range(HEDGE_PROBES):  # probe random nodes of the same type (truth, over RTT)
             j = int(A["type_nodes"][lo + self._rand(hi - lo)])
-            if j != i0 and int(A["node_dev"][j] - A["run"][j] - A["train"][j] - A["hold"][j]) > 0:
+            if takes_copy(j, i0, int(A["node_dev"][j] - A["run"][j] - A["train"][j] - A["hold"][j])):  # the node layer's
                 best = j
                 break
         if best < 0:
