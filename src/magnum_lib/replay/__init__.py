@@ -86,6 +86,28 @@ def _isolated_s(jobs, cluster):
     return jobs.work_ns / NS / np.where(best > 0, best, np.nan)
 
 
+def _gavel_kernel(pol, jobs, placement, backend):
+    """The compiled Gavel-rounds kernel when it can run ``pol`` (else None: the Python loop)."""
+    from magnum_lib.replay.gavel_rounds import GavelFIFO, GavelRounds
+
+    if (type(pol) not in (GavelRounds, GavelFIFO) or placement != "pooled" or backend == "python"
+            or not jobs.whole_gpus or jobs.type_mask is not None):
+        return None
+    import importlib
+    import os
+
+    from magnum_lib import _backend
+
+    if backend != "compiled" and _backend.pure_python_forced():
+        return None
+    try:
+        return importlib.import_module("magnum_lib.replay._gavel_rounds")
+    except ImportError:
+        if backend == "compiled" or os.environ.get(_backend._REQUIRE_ENV, "").strip() not in ("", "0"):
+            raise ImportError("backend='compiled' but magnum_lib.replay._gavel_rounds is not built") from None
+        return None
+
+
 def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
            placement: str = "pooled", seed: int = 0, restore_s: float = 0.0,
            backend: str | None = None, progress: bool | None = None) -> ReplayResult:
@@ -124,6 +146,7 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
                 and len(cluster.type_names) == 1 and jobs.whole_gpus and jobs.speed is None
                 and jobs.type_mask is None and backend != "python")
     fast = None
+    gavel = _gavel_kernel(pol, jobs, placement, backend)
     if use_fast:
         from magnum_lib import _backend
 
@@ -139,13 +162,18 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     n = len(jobs)
     show = (n > 20_000) if progress is None else bool(progress)
     bar = None
-    if show and fast is None:
+    if show and fast is None and gavel is None:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n, desc=f"replay {pol.name}", unit="job", leave=False)
     t0 = time.perf_counter()
     try:
-        if fast is not None:
+        if gavel is not None:
+            from magnum_lib.replay.gavel_rounds import run_compiled
+
+            out = run_compiled(gavel, jobs, cluster, pol, restore_s)
+            name = "compiled"
+        elif fast is not None:
             out = fast.run_fast(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, cluster.total_gpus,
                                 pol.fast, round(restore_s * NS))
             name = "compiled" if fast.__name__.endswith("_fastloop") else "python"

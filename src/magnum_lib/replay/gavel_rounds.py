@@ -65,7 +65,7 @@ import numpy as np
 from magnum_lib.engine.errors import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy
 
-__all__ = ["GavelFIFO", "GavelRounds"]
+__all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]
 
 NS = 1_000_000_000
 _TYPE_ORDER = ("v100", "p100", "k80")      # Gavel's _schedule_jobs_on_workers
@@ -178,6 +178,11 @@ class GavelRounds(Policy):
         ids = sorted(self.active)
         if not ids:
             return {}
+        X = self._maxmin_x(ids)
+        return {j: X[r].tolist() for r, j in enumerate(ids)}
+
+    def _maxmin_x(self, ids):
+        """The max-min LP's X (``len(ids)`` x types) for jobs ``ids`` (ascending)."""
         thr = np.array([self.thr[j] for j in ids])
         if self.allocation == "maxmin-blind":
             thr = np.ones_like(thr)
@@ -187,7 +192,7 @@ class GavelRounds(Policy):
         else:
             from magnum_lib.replay.fairness import maxmin_allocation
             X = maxmin_allocation(thr, scale, self.N)
-        return {j: X[r].tolist() for r, j in enumerate(ids)}
+        return X
 
     # ----------------------------------------------------------------- Gavel's round
     def _choose(self, T):
@@ -330,3 +335,41 @@ class GavelFIFO(GavelRounds):
 
     def __init__(self, round_s: float = 360.0, reset_interval_s: float = 1920.0, steps_per_s=None):
         super().__init__("fifo", round_s, reset_interval_s, steps_per_s)
+
+
+def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 0.0) -> dict:
+    """``policy`` replayed by the compiled kernel (``_gavel_rounds.run_gavel_rounds``).
+
+    Same numbers as ``engine_ref.run(jobs, cluster, policy, "pooled", ...)`` (pooled GPUs,
+    whole GPUs, no type mask; :func:`magnum_lib.replay.replay` checks that): the policy's
+    ``reset`` validates and derives the inputs (steps/s, step counts, type order), the
+    kernel runs the loop, and calls back here for the LP at allocation resets and for the
+    blind policy's type orders (``random.Random(5)``, drawn in the Python form's order).
+    """
+    from magnum_lib.replay.api import PolicyError
+
+    policy.reset(jobs, cluster)
+    n, T = len(jobs), len(policy.N)
+    speed = jobs.speed if jobs.speed is not None else np.ones((n, T))
+    permute = None
+    if policy.shuffler is not None:
+        shuffler, base = policy.shuffler, list(policy.type_order)
+
+        def permute(k):
+            out = []
+            for _ in range(k):
+                order = list(base)
+                shuffler.shuffle(order)
+                out.append(order)
+            return out
+
+    allocate = None if policy.allocation == "fifo" else (lambda ids: policy._maxmin_x(ids.tolist()))
+    try:
+        return kernel.run_gavel_rounds(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, speed,
+                                       np.array(policy.thr, dtype=np.float64).reshape(n, T),
+                                       policy.steps_left, policy.N, policy.type_order,
+                                       policy.allocation == "fifo", policy.iteration_s, policy.reset_s,
+                                       round(restore_s * NS), allocate, permute)
+    except kernel.Stuck as e:
+        raise PolicyError(policy.name, f"left {e.waiting} job(s) waiting on an idle cluster with no "
+                                       f"arrival or wake-up to come (first: job {e.first})") from None
