@@ -54,8 +54,11 @@ Agreement with the published simulators (tests/test_replay_peers.py, on their co
 
 Backends: built-in event-driven policies with pooled placement run in the compiled
 loop (``_fastloop.pyx``) unless ``MAGNUM_PUREPYTHON=1`` or ``backend="python"``;
-everything else (and every user policy) runs in ``engine_ref.py``. Both give the
-same numbers (tests/test_replay_parity.py).
+``GavelRounds`` / ``GavelFIFO`` with pooled placement and whole GPUs (no type mask) run in
+their own compiled loop (``_gavel_rounds.pyx``: the engine loop with Gavel's rounds inlined,
+calling Python only for the LP at allocation resets), under the same switches;
+everything else (and every user policy, subclasses included) runs in ``engine_ref.py``.
+Both give the same numbers (tests/test_replay_parity.py, tests/test_replay_gavel_fast.py).
 """
 from __future__ import annotations
 

@@ -53,7 +53,18 @@ Agreement (tests/test_replay_peers.py): FIFO with whole-second jobs at one step 
 second (``steps_per_s=None``): finish times equal Gavel's exactly; FIFO with Gavel's
 measured throughputs, and the LP policies on v100/p100/k80 fed Gavel's own LP code: to a
 few microseconds (our clock is whole ns, Gavel's float seconds). Gavel's FIFO is modelled on
-one GPU type only (its base FIFO picks types at random). Runs in the Python loop.
+one GPU type only (its base FIFO picks types at random).
+
+Two forms. This class is the readable reference: it runs in the Python replay loop
+(``engine_ref.py``) with ``backend="python"``, ``MAGNUM_PUREPYTHON=1``, a subclass, a
+placement other than ``pooled``, shared GPUs or a type mask. Otherwise :func:`~magnum_lib.replay.replay`
+runs :func:`run_compiled`: ``replay/_gavel_rounds.pyx`` inlines this policy into the replay
+loop in one nogil kernel, with the same arithmetic in the same order, and calls back into
+Python only for the LP (``lp`` or ours, at allocation resets) and for the blind policy's
+``random.Random(5)`` type orders (in batches, in the order this class draws them). Parity
+(tests/test_replay_gavel_fast.py): finish and start times to the ns, preemptions and the
+utilization step function are identical on Philly VC slices, Tiresias' 60 jobs, Gavel-style
+heterogeneous traces (unit and measured steps) and random small traces.
 """
 from __future__ import annotations
 
