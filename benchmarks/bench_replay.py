@@ -111,13 +111,13 @@ def _highs(thr, scale, gpus_by_type):
 
 def gavel_las(tmp, jobs, n_jobs):
     """Gavel's simulator with its max-min fairness policy ("LAS" in Gavel's paper; one GPU
-    type, so the blind and perf-aware forms coincide) on the first ``n_jobs`` jobs of the VC,
+    type, so the blind and perf-aware forms coincide) on the first ``n_jobs`` jobs of the VC (0: all),
     against our compiled GavelRounds("maxmin-blind"): fed Gavel's own LP code (same X: job for
     job agreement; the wall then includes Gavel's cvxpy solves in their process) and fed our
     HiGHS LP (same optimum, maybe another X), with the LP's share of the wall."""
     from magnum_lib.replay.gavel_rounds import GavelRounds
 
-    jw = replay_peers.whole_seconds(jobs).subset(slice(0, n_jobs))
+    jw = replay_peers.whole_seconds(jobs).subset(slice(0, n_jobs or len(jobs)))
     cluster = ReplayCluster.uniform(9, 4)
     fin, wall, jct = replay_peers.run_gavel(tmp, jw, 36, 4, policy="max_min_fairness", steps="unit")
     with replay_peers.GavelLP(aware=False) as g:
@@ -204,7 +204,7 @@ def gavel_lp_replay():
     return out
 
 
-LAS_JOBS = 300
+LAS_JOBS = 0       # 0: the whole VC (Gavel's max-min simulator takes ~1 min on it)
 
 
 def main():
@@ -213,7 +213,7 @@ def main():
     ap.add_argument("--skip-peers", action="store_true")
     ap.add_argument("--skip-gavel", action="store_true", help="Gavel's FIFO takes ~100 s here")
     ap.add_argument("--las-jobs", type=int, default=LAS_JOBS,
-                    help="jobs of the VC for Gavel's max-min (LAS) policy, whose cvxpy solves are slow")
+                    help="first N jobs of the VC for Gavel's max-min (LAS) policy (0: all)")
     args = ap.parse_args()
     out = {"bench": "replay", "backend": backend(), "whole_philly": {}, "same_vc": {}}
     for pol in ("fifo-strict", "sjf", "las", "srtf"):
