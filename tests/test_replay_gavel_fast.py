@@ -250,3 +250,30 @@ print(json.dumps(out))
     got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got.pop("baseline") == "ok"
     assert got == {name: "error" for name in BAD if name != "baseline"}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_lp_built_in_array_steps_is_the_row_by_row_lp(m, T, seed):
+    """maxmin_allocation's sparse whole-array LP has exactly the nonzeros, right-hand sides
+    and bounds of the row-by-row dense LP it replaced (so HiGHS solves the same model)."""
+    from magnum_lib.replay.fairness import _maxmin_lp, _maxmin_lp_rows
+
+    rng = np.random.default_rng(seed)
+    thr = rng.choice([0.0, 0.3, 1.0, 2.5, 1 / 7], size=(m, T))
+    scale = rng.choice([1.0, 2.0, 4.0, 8.0], m)
+    N = rng.integers(1, 40, T).astype(float)
+    w = 1.0 / rng.uniform(0.1, 3.0, m)
+    c1, A1, b1, bo1 = _maxmin_lp(thr, scale, N, w)
+    c2, A2, b2, bo2 = _maxmin_lp_rows(thr, scale, N, w)
+    assert np.array_equal(c1, c2) and np.array_equal(b1, b2)
+    dense = A1.toarray()
+    assert np.array_equal(dense, A2) and A1.nnz == np.count_nonzero(A2)
+    lo = np.array([-np.inf if x is None else x for x, _ in bo2])
+    hi = np.array([np.inf if y is None else y for _, y in bo2])
+    assert np.array_equal(bo1[:, 0], lo) and np.array_equal(bo1[:, 1], hi)
+    from scipy.optimize import linprog
+
+    r1 = linprog(c1, A_ub=A1, b_ub=b1, bounds=bo1, method="highs")
+    r2 = linprog(c2, A_ub=A2, b_ub=b2, bounds=bo2, method="highs")
+    assert r1.status == r2.status == 0 and np.array_equal(r1.x, r2.x)
