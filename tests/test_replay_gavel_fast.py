@@ -88,6 +88,14 @@ def test_gavel_hetero_maxmin(allocation, measured):
     same(jobs, cluster, lambda: GavelRounds(allocation, steps_per_s=thr if measured else None))
 
 
+@pytest.mark.parametrize("measured", [True, False])
+def test_gavel_hetero_fifo(measured):
+    """Gavel's multi-type FIFO: its allocation (seeded random.Random) is called back in Python."""
+    jobs, thr = replay_peers.gavel_hetero_jobs(60, 6, 3)
+    cluster = ReplayCluster.from_counts(replay_peers.GAVEL_TYPES, 4)
+    same(jobs, cluster, lambda: GavelFIFO(steps_per_s=thr if measured else None))
+
+
 def test_gavel_style_single_type_all_allocations():
     jobs = traces.gavel_jobs(60, jobs_per_hour=20, seed=4, gpu_types=("v100",))
     cluster = ReplayCluster.uniform(2, 4, "v100")
@@ -136,7 +144,7 @@ def small_traces(draw):
     frac = draw(st.booleans())
     dur = [d + (0.37 if frac else 0.0) for d in dur]
     gpus = [draw(st.integers(1, max(counts))) for _ in range(n)]
-    alloc = "fifo" if ntypes == 1 and draw(st.booleans()) else draw(st.sampled_from(["maxmin", "maxmin-blind"]))
+    alloc = draw(st.sampled_from(["fifo", "maxmin", "maxmin-blind"]))
     speed = None
     if ntypes > 1 and draw(st.booleans()):
         speed = [[1.0] + [draw(st.sampled_from([0.25, 0.5, 0.8, 1.3])) for _ in range(ntypes - 1)] for _ in range(n)]
@@ -146,7 +154,7 @@ def small_traces(draw):
     return submit, dur, gpus, dict(zip(names, counts)), alloc, speed, steps
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_traces())
 def test_random_traces_agree(case):
     submit, dur, gpus, counts, alloc, speed, steps = case

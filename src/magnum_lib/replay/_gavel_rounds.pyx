@@ -7,9 +7,10 @@ progress at ``speed`` truncated to whole ns at each instant as the engine does) 
 policy's ``schedule`` (Gavel's round clock in float seconds, allocation resets, priorities,
 deficits, whole steps, pauses). Every arithmetic step is the Python form's, in the same
 order and in IEEE doubles, so the numbers are the same to the ns; tests/test_replay_gavel_fast.py
-checks it. The max-min LP (``allocate``) and the blind policy's ``random.Random(5)`` type
-order (``permute``) are Python callables reached with the GIL, the LP only at allocation
-resets, the orders in batches.
+checks it. The allocation at resets (``allocate``: the max-min LP, or Gavel's FIFO on
+several GPU types, which draws from its own ``random.Random``) and the blind policy's
+``random.Random(5)`` type orders (``permute``, in batches) are Python callables reached with
+the GIL; FIFO on one GPU type is computed here.
 
 Entry point: :func:`run_gavel_rounds` (validated here; :func:`magnum_lib.replay.replay`
 calls it through ``gavel_rounds.run_compiled``).
@@ -250,7 +251,7 @@ cdef void fifo_allocation(S* s) noexcept nogil:
     for k in range(nf):
         j = s.fifo_tmp[k]
         if not s.act_flag[j]:                      # finished: its slot goes to the head
-            if q < nq and s.gpus[s.queue_tmp[q]] <= free:
+            if q < nq and s.gpus[s.queue_tmp[q]] <= free and s.thr[s.queue_tmp[q]] > 0.0:
                 h = s.queue_tmp[q]
                 q += 1
                 s.fifo_in[h] = 1
@@ -263,8 +264,9 @@ cdef void fifo_allocation(S* s) noexcept nogil:
         if s.gpus[h] > free:
             break
         q += 1
-        s.fifo_in[h] = 1
-        free -= s.gpus[h]
+        if s.thr[h] > 0.0:                         # (Gavel allocates only a job that runs there)
+            s.fifo_in[h] = 1
+            free -= s.gpus[h]
     s.nfifo = 0                                    # members, rebuilt from the flags
     for k in range(nf):
         if s.fifo_in[s.fifo_tmp[k]]:
@@ -348,7 +350,7 @@ cdef int choose(S* s, double T) noexcept nogil:
                 s.ran[j * TT + t] = s.half
                 s.ran_all[t] += s.half
         s.last_reset = T
-        if s.fifo:
+        if s.fifo and s.allocate == NULL:
             fifo_allocation(s)
         elif s.na:
             if call_allocate(s) < 0:
@@ -669,8 +671,9 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
 
     ``speed``, ``thr``: jobs x types (engine speed, Gavel's steps/s); ``steps_left``: each
     job's steps; ``type_gpus``: GPUs per type; ``type_order``: Gavel's type order (a
-    permutation); ``fifo``: FIFO allocation (one type) or max-min through
-    ``allocate(ids) -> X``; ``permute(k)``: k type orders (the blind policy) or None.
+    permutation); ``fifo``: FIFO (only jobs with priority > 0 run; allocated here on one
+    type when ``allocate`` is None) or max-min; ``allocate(ids) -> X`` (active x types) at
+    allocation resets; ``permute(k)``: k type orders (the blind policy) or None.
     Returns the dict of :func:`magnum_lib.replay.engine_ref.run`. Raises ValueError on bad
     input, PolicyStuck / RuntimeError as the Python form does.
     """
@@ -711,10 +714,12 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     cdef int64_t rns = int(restore_ns)
     if rns < 0 or rns > (1 << 50):
         raise ValueError("restore_ns must be >= 0")
-    if fifo and T != 1:
-        raise ValueError("the FIFO allocation is for one GPU type")
+    if fifo and T != 1 and not callable(allocate):
+        raise ValueError("the kernel's own FIFO allocation is for one GPU type (give allocate)")
     if not fifo and not callable(allocate):
         raise ValueError("the max-min allocation needs allocate(ids) -> X")
+    if allocate is not None and not callable(allocate):
+        raise ValueError("allocate must be a function allocate(ids) -> X, or None")
     if permute is not None and not callable(permute):
         raise ValueError("permute must be a function permute(k) -> k orders, or None")
     cdef Py_ssize_t m = n if n > 0 else 1

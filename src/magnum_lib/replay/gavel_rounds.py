@@ -19,12 +19,17 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
   round with no arrival to come (Gavel then forces ``_last_reset_time = 0``). Until then a
   new job has priority 0 and waits even on idle GPUs, and GPUs freed by a finished job
   stay idle.
-* **FIFO allocation** (``FIFOPolicy.get_allocation``, base mode, one GPU type): the
-  allocation persists between computations; each job that finished is replaced by the
-  head of the queue (arrival order) if it fits in the GPUs counted so far, in id order of
-  the finished jobs, *before* the still-running jobs with higher ids are counted (Gavel's
-  order: this can over-commit the GPUs); then jobs are allocated from the head of the
-  queue while they fit (head of line blocks).
+* **FIFO allocation** (``FIFOPolicy.get_allocation``, base mode): the allocation (job ->
+  GPU type) persists between computations; each job that finished is replaced by the
+  head of the queue (arrival order) on its type if it fits in the GPUs of that type
+  counted so far, in id order of the finished jobs, *before* the still-running jobs with
+  higher ids are counted (Gavel's order: this can over-commit the GPUs); then jobs are
+  allocated from the head of the queue while some type with idle GPUs fits them (head of
+  line blocks). With several types Gavel draws one of the fitting types with its own
+  ``random.Random`` (seed 0, as our Gavel driver seeds the policy) but then uses its loop
+  variable, the *last* type with idle GPUs in name order (fitting or not: another
+  over-commit), and when that type's count reaches 0 drops the drawn type from its list;
+  all of it reproduced here.
 * **Max-min fairness allocation** (``allocation="maxmin"`` / ``"maxmin-blind"``, Gavel's
   ``MaxMinFairnessPolicyWithPerf`` / ``MaxMinFairnessPolicy``): the LP of
   :func:`~magnum_lib.replay.fairness.maxmin_allocation` on the jobs' steps/s (blind: on
@@ -52,8 +57,8 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
 Agreement (tests/test_replay_peers.py): FIFO with whole-second jobs at one step per
 second (``steps_per_s=None``): finish times equal Gavel's exactly; FIFO with Gavel's
 measured throughputs, and the LP policies on v100/p100/k80 fed Gavel's own LP code: to a
-few microseconds (our clock is whole ns, Gavel's float seconds). Gavel's FIFO is modelled on
-one GPU type only (its base FIFO picks types at random).
+few microseconds (our clock is whole ns, Gavel's float seconds); FIFO on v100/p100/k80 with
+Gavel's matrix: to 13 us on the traces tested.
 
 Two forms. This class is the readable reference: it runs in the Python replay loop
 (``engine_ref.py``) with ``backend="python"``, ``MAGNUM_PUREPYTHON=1``, a subclass, a
@@ -122,8 +127,6 @@ class GavelRounds(Policy):
 
     def reset(self, jobs, cluster):
         T = len(cluster.type_names)
-        if self.allocation == "fifo" and T != 1:
-            raise ParameterError("cluster", "Gavel's FIFO is modelled on one GPU type")
         speed = jobs.speed if jobs.speed is not None else np.ones((len(jobs), T))
         if self.rate is None:
             rate = speed.copy()
@@ -158,32 +161,47 @@ class GavelRounds(Policy):
         self.ran_all = [0.0] * T    # _worker_time_so_far
         self.deficit = {}           # job -> [per type]
         self.alloc = {}             # the scheduler's _allocation: job -> [share per type]
-        self.fifo = set()           # FIFOPolicy._allocation (persists between computations)
+        self.fifo = {}              # FIFOPolicy._allocation: job -> type (persists between computations)
+        self.fifo_rng = random.Random(0)    # FIFOPolicy's own, seeded 0 (our Gavel driver's seed)
         self.need_update = True
         self.last_reset = 0.0
 
     # ----------------------------------------------------------------- allocations
     def _fifo_allocation(self):
-        """``FIFOPolicy.get_allocation`` (base mode, one type) on the active jobs."""
+        """``FIFOPolicy.get_allocation`` (base mode) on the active jobs: ``{job: [share per type]}``."""
         active = set(self.active)
         queue = sorted(j for j in self.active if j not in self.fifo)
-        free = self.N[0]
+        free = list(self.N)                       # Gavel's available_workers, by type
         for s in sorted(self.fifo):
+            t = self.fifo[s]
             if s not in active:                   # finished: its slot goes to the head
-                if queue and self.gpus[queue[0]] <= free:
+                if queue and self.gpus[queue[0]] <= free[t] and self.thr[queue[0]][t] > 0.0:
                     h = queue.pop(0)
-                    self.fifo.add(h)
-                    free -= self.gpus[h]
-                self.fifo.discard(s)
+                    self.fifo[h] = t
+                    free[t] -= self.gpus[h]
+                del self.fifo[s]
             else:
-                free -= self.gpus[s]
-        while queue and free > 0:
+                free[t] -= self.gpus[s]
+        avail = sorted((t for t in range(len(free)) if free[t] > 0), key=lambda t: self.names[t])
+        while queue and avail:
             h = queue.pop(0)
-            if self.gpus[h] > free:
+            fits = [i for i, t in enumerate(avail) if free[t] >= self.gpus[h]]
+            if not fits:
                 break
-            self.fifo.add(h)
-            free -= self.gpus[h]
-        return {j: [1.0 if j in self.fifo else 0.0] for j in self.active}
+            pick = fits[self.fifo_rng.randrange(len(fits))]
+            t = avail[-1]     # Gavel's base mode: the type is its loop variable, the last available
+            if self.thr[h][t] > 0.0:
+                self.fifo[h] = t
+                free[t] -= self.gpus[h]
+                if free[t] == 0:
+                    avail.pop(pick)               # (Gavel's: the drawn type's slot goes)
+        return {j: [1.0 if self.fifo.get(j) == t else 0.0 for t in range(len(free))] for j in self.active}
+
+    def _fifo_x(self, ids):
+        """The FIFO allocation as X (``len(ids)`` x types) for the active jobs ``ids`` (ascending)."""
+        self.active = list(ids)
+        alloc = self._fifo_allocation()
+        return np.array([alloc[j] for j in ids], dtype=np.float64).reshape(len(ids), len(self.N))
 
     def _maxmin_allocation(self):
         ids = sorted(self.active)
@@ -339,9 +357,10 @@ class GavelRounds(Policy):
 
 
 class GavelFIFO(GavelRounds):
-    """Gavel's FIFO under Gavel's simulator's rounds (one GPU type; see the module docstring).
+    """Gavel's FIFO (base mode) under Gavel's simulator's rounds (see the module docstring).
 
-    ``steps_per_s``: each job's steps/s (1-D) or None (one step per second).
+    ``steps_per_s``: each job's steps/s (1-D for one type, jobs x types) or None (one step
+    per second on the reference type).
     """
 
     def __init__(self, round_s: float = 360.0, reset_interval_s: float = 1920.0, steps_per_s=None):
@@ -374,7 +393,12 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
                 out.append(order)
             return out
 
-    allocate = None if policy.allocation == "fifo" else (lambda ids: policy._maxmin_x(ids.tolist()))
+    if policy.allocation != "fifo":
+        allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
+    elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
+        allocate = lambda ids: policy._fifo_x(ids.tolist())        # noqa: E731
+    else:
+        allocate = None  # one type: the kernel's own FIFO allocation
     try:
         return kernel.run_gavel_rounds(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, speed,
                                        np.array(policy.thr, dtype=np.float64).reshape(n, T),
