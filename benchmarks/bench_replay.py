@@ -88,6 +88,26 @@ def gavel_fifo(tmp, jobs, out):
                     "in whole seconds at one step/s (see replay_peers.whole_seconds)"}
 
 
+def gavel_fifo_hetero(tmp, n_jobs=300):
+    """Gavel's simulator, FIFO (base mode: its type pick) on 8 V100 + 8 P100 + 8 K80 with its
+    measured throughputs, against our compiled GavelFIFO (Gavel's multi-type allocation is
+    called back in Python at resets), on a Gavel-style trace."""
+    from magnum_lib.replay.gavel_rounds import GavelFIFO
+
+    jobs, thr = replay_peers.gavel_hetero_jobs(n_jobs, 6, 3)
+    spec = replay_peers.GAVEL_TYPES
+    cluster = ReplayCluster.from_counts(spec, 4)
+    fin, wall, jct = replay_peers.run_gavel(tmp, jobs, spec, 4, policy="fifo", steps="measured")
+    ours, best = _best(lambda: replay(jobs, cluster, GavelFIFO(steps_per_s=thr), progress=False))
+    return {"jobs": len(jobs), "cluster": spec, "gavel_wall_s": round(wall, 2),
+            "gavel_jobs_per_s": round(len(jobs) / wall, 2), "gavel_avg_jct_s": jct,
+            "ours_backend": ours.backend, "ours_jobs_per_s": round(len(jobs) / best),
+            "ours_avg_jct_s": float(ours.jct_s.mean()),
+            "same_finish_50us": int(np.sum(np.abs(ours.finish_s - fin) <= 5e-5)),
+            "max_abs_finish_diff_s": float(np.max(np.abs(ours.finish_s - fin))),
+            "speedup_same_semantics": round(wall / best)}
+
+
 class _TimedLP:
     """An ``lp`` hook that counts and times the solves of ``inner``."""
 
@@ -257,6 +277,10 @@ def main():
             out["gavel_fifo"] = gavel_fifo(tmp, jobs, out)
         else:
             out["gavel_fifo"] = "not run (checkout not found or skipped)"
+        if replay_peers.gavel_available() and not args.skip_peers and not args.skip_gavel:
+            out["gavel_fifo_hetero"] = gavel_fifo_hetero(tmp)
+        else:
+            out["gavel_fifo_hetero"] = "not run (checkout not found or skipped)"
         if replay_peers.gavel_lp_available() and not args.skip_peers and not args.skip_gavel:
             out["gavel_las"] = gavel_las(tmp, jobs, args.las_jobs)
         else:

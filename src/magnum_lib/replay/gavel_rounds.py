@@ -169,6 +169,22 @@ class GavelRounds(Policy):
     # ----------------------------------------------------------------- allocations
     def _fifo_allocation(self):
         """``FIFOPolicy.get_allocation`` (base mode) on the active jobs: ``{job: [share per type]}``."""
+        self._fifo_update()
+        T = len(self.N)
+        return {j: [1.0 if self.fifo.get(j) == t else 0.0 for t in range(T)] for j in self.active}
+
+    def _fifo_x(self, ids):
+        """The FIFO allocation as X (``len(ids)`` x types) for the active jobs ``ids`` (ascending)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        self.active = ids.tolist()
+        self._fifo_update()
+        X = np.zeros((len(ids), len(self.N)))
+        if self.fifo:                             # (its jobs are all active after the update)
+            X[np.searchsorted(ids, list(self.fifo)), list(self.fifo.values())] = 1.0
+        return X
+
+    def _fifo_update(self):
+        """Gavel's FIFO allocation step on ``self.fifo`` (job -> type) for the active jobs."""
         active = set(self.active)
         queue = sorted(j for j in self.active if j not in self.fifo)
         free = list(self.N)                       # Gavel's available_workers, by type
@@ -195,13 +211,6 @@ class GavelRounds(Policy):
                 free[t] -= self.gpus[h]
                 if free[t] == 0:
                     avail.pop(pick)               # (Gavel's: the drawn type's slot goes)
-        return {j: [1.0 if self.fifo.get(j) == t else 0.0 for t in range(len(free))] for j in self.active}
-
-    def _fifo_x(self, ids):
-        """The FIFO allocation as X (``len(ids)`` x types) for the active jobs ``ids`` (ascending)."""
-        self.active = list(ids)
-        alloc = self._fifo_allocation()
-        return np.array([alloc[j] for j in ids], dtype=np.float64).reshape(len(ids), len(self.N))
 
     def _maxmin_allocation(self):
         ids = sorted(self.active)
@@ -396,7 +405,7 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     if policy.allocation != "fifo":
         allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
     elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
-        allocate = lambda ids: policy._fifo_x(ids.tolist())        # noqa: E731
+        allocate = policy._fifo_x
     else:
         allocate = None  # one type: the kernel's own FIFO allocation
     try:
