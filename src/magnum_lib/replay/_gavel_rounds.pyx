@@ -174,7 +174,7 @@ cdef int call_allocate(S* s) noexcept with gil:
 cdef int call_permute(S* s) noexcept with gil:
     """The next batch of the blind policy's type orders (``permute(k) -> k x T``)."""
     cdef const int64_t[:, ::1] P
-    cdef Py_ssize_t k, t, m = 256
+    cdef Py_ssize_t m = 256
     try:
         arr = np.ascontiguousarray((<object>s.permute)(m), dtype=np.int64)
         if arr.shape != (m, s.T) or np.any(np.sort(arr, axis=1) != np.arange(s.T)):
@@ -337,7 +337,7 @@ cdef void sort_entries(S* s, Py_ssize_t m) noexcept nogil:
 cdef int choose(S* s, double T) noexcept nogil:
     """One call of Gavel's ``_schedule_jobs_on_workers``: fills s.cj/ct/cr (s.nchosen)."""
     cdef double elapsed = T - s.last_reset, a, frac, p
-    cdef Py_ssize_t t, k, m, nq = 0, o, tt
+    cdef Py_ssize_t t, k, m, nq = 0, o
     cdef int64_t j, TT = s.T
     cdef bint has
     if s.need_update and (elapsed >= s.reset_s or s.last_reset == 0):
@@ -415,7 +415,7 @@ cdef int choose(S* s, double T) noexcept nogil:
 
 cdef int schedule(S* s) noexcept nogil:
     """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
-    cdef int64_t now = s.now, j, t, end, length, rem, r_end, worst
+    cdef int64_t now = s.now, j, t, length, rem, r_end, worst
     cdef Py_ssize_t k, nr
     cdef double T, run, r, full, steps, sp
     cdef int64_t TT = s.T
