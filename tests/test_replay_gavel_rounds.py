@@ -64,9 +64,19 @@ def test_bad_options(kwargs, name):
         GavelRounds(**kwargs)
 
 
-def test_fifo_needs_one_gpu_type_and_matching_rates():
+def test_fifo_on_two_types_takes_gavels_type():
+    """Gavel's base FIFO gives a queued job the last available type in name order (its loop
+    variable), even where the job does not fit: job 0 (1 GPU) gets v100, job 1 (2 GPUs) fits
+    only the two idle K80s but is given v100 too (over-committed), and waits there for job 0
+    to finish. (Checked against Gavel's simulator in tests/test_replay_peers.py.)"""
+    jobs = make_jobs([0, 0], [100, 100], [1, 2])
+    cluster = ReplayCluster.from_counts({"v100": 2, "k80": 2})
+    for backend in ("python", None):
+        res = replay(jobs, cluster, GavelFIFO(), backend=backend)
+        np.testing.assert_array_equal(res.finish_s, [100, 200])
+
+
+def test_fifo_needs_matching_rates():
     jobs = make_jobs([0, 1], [10, 10], 1)
-    with pytest.raises(ParameterError, match="cluster"):
-        replay(jobs, ReplayCluster.from_counts({"v100": 1, "k80": 1}), GavelFIFO())
     with pytest.raises(ParameterError, match="steps_per_s"):
         replay(jobs, ReplayCluster.uniform(1, 1), GavelFIFO(steps_per_s=[1.0, 2.0, 3.0]))

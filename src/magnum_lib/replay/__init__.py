@@ -54,8 +54,11 @@ Agreement with the published simulators (tests/test_replay_peers.py, on their co
 
 Backends: built-in event-driven policies with pooled placement run in the compiled
 loop (``_fastloop.pyx``) unless ``MAGNUM_PUREPYTHON=1`` or ``backend="python"``;
-everything else (and every user policy) runs in ``engine_ref.py``. Both give the
-same numbers (tests/test_replay_parity.py).
+``GavelRounds`` / ``GavelFIFO`` with pooled placement and whole GPUs (no type mask) run in
+their own compiled loop (``_gavel_rounds.pyx``: the engine loop with Gavel's rounds inlined,
+calling Python only for the LP at allocation resets), under the same switches;
+everything else (and every user policy, subclasses included) runs in ``engine_ref.py``.
+Both give the same numbers (tests/test_replay_parity.py, tests/test_replay_gavel_fast.py).
 """
 from __future__ import annotations
 
@@ -84,6 +87,28 @@ def _isolated_s(jobs, cluster):
         return jobs.work_ns / NS
     best = jobs.speed.max(axis=1)
     return jobs.work_ns / NS / np.where(best > 0, best, np.nan)
+
+
+def _gavel_kernel(pol, jobs, placement, backend):
+    """The compiled Gavel-rounds kernel when it can run ``pol`` (else None: the Python loop)."""
+    from magnum_lib.replay.gavel_rounds import GavelFIFO, GavelRounds
+
+    if (type(pol) not in (GavelRounds, GavelFIFO) or placement != "pooled" or backend == "python"
+            or not jobs.whole_gpus or jobs.type_mask is not None):
+        return None
+    import importlib
+    import os
+
+    from magnum_lib import _backend
+
+    if backend != "compiled" and _backend.pure_python_forced():
+        return None
+    try:
+        return importlib.import_module("magnum_lib.replay._gavel_rounds")
+    except ImportError:
+        if backend == "compiled" or os.environ.get(_backend._REQUIRE_ENV, "").strip() not in ("", "0"):
+            raise ImportError("backend='compiled' but magnum_lib.replay._gavel_rounds is not built") from None
+        return None
 
 
 def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
@@ -124,6 +149,7 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
                 and len(cluster.type_names) == 1 and jobs.whole_gpus and jobs.speed is None
                 and jobs.type_mask is None and backend != "python")
     fast = None
+    gavel = _gavel_kernel(pol, jobs, placement, backend)
     if use_fast:
         from magnum_lib import _backend
 
@@ -139,13 +165,18 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     n = len(jobs)
     show = (n > 20_000) if progress is None else bool(progress)
     bar = None
-    if show and fast is None:
+    if show and fast is None and gavel is None:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n, desc=f"replay {pol.name}", unit="job", leave=False)
     t0 = time.perf_counter()
     try:
-        if fast is not None:
+        if gavel is not None:
+            from magnum_lib.replay.gavel_rounds import run_compiled
+
+            out = run_compiled(gavel, jobs, cluster, pol, restore_s)
+            name = "compiled"
+        elif fast is not None:
             out = fast.run_fast(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, cluster.total_gpus,
                                 pol.fast, round(restore_s * NS))
             name = "compiled" if fast.__name__.endswith("_fastloop") else "python"

@@ -45,6 +45,45 @@ def maxmin_allocation(thr, scale, num_gpus_by_type):
     xp /= xp.sum(axis=1).max()
     prop = np.sum(thr * xp, axis=1)
     w = 1.0 / np.where(prop > 0, prop, 1.0)
+    c, A, b, bounds = _maxmin_lp(thr, scale, N, w)
+    res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"Gavel LP failed: {res.message}")
+    return np.clip(res.x[:-1].reshape(m, T), 0.0, 1.0)
+
+
+def _maxmin_lp(thr, scale, N, w):
+    """The LP's ``(c, A_ub, b_ub, bounds)``, variables X row by row then z. ``A_ub`` is
+    sparse with exactly the nonzeros of the dense matrix row-by-row building gives (the
+    solver sees the same model; tests/test_replay_gavel_fast.py checks it), built in
+    whole-array steps (the LP runs at every allocation reset of a replay)."""
+    from scipy.sparse import coo_array
+
+    m, T = thr.shape
+    nv = m * T + 1
+    c = np.zeros(nv)
+    c[-1] = -1.0
+    jt = np.repeat(np.arange(m), T)                      # row j of each X[j, t]
+    tt = np.tile(np.arange(T), m)                        # its type t
+    cols = np.arange(m * T)
+    data = np.concatenate([(-w[:, None] * scale[:, None] * thr).ravel(),   # z - w_j s_j sum_t thr X <= 0
+                           np.ones(m),                                     # (z's column)
+                           np.ones(m * T),                                 # sum_t X[j,t] <= 1
+                           np.repeat(scale, T)])                           # sum_j s_j X[j,t] <= N_t
+    row = np.concatenate([jt, np.arange(m), m + jt, 2 * m + tt])
+    col = np.concatenate([cols, np.full(m, m * T), cols, cols])
+    keep = data != 0                                     # a dense matrix's zeros are not entries
+    A = coo_array((data[keep], (row[keep], col[keep])), shape=(2 * m + T, nv)).tocsr()
+    b = np.concatenate([np.zeros(m), np.ones(m), N])
+    bounds = np.zeros((nv, 2))
+    bounds[:-1, 1] = np.where(thr.ravel() > 0, 1.0, 0.0)             # 0 <= X <= 1, 0 where thr <= 0
+    bounds[-1] = (-np.inf, np.inf)
+    return c, A, b, bounds
+
+
+def _maxmin_lp_rows(thr, scale, N, w):
+    """The same LP built row by row (dense), as first written: the check of :func:`_maxmin_lp`."""
+    m, T = thr.shape
     nv = m * T + 1
     c = np.zeros(nv)
     c[-1] = -1.0
@@ -70,10 +109,7 @@ def maxmin_allocation(thr, scale, num_gpus_by_type):
         for t in range(T):
             if thr[j, t] <= 0:
                 bounds[j * T + t] = (0.0, 0.0)
-    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(b), bounds=bounds, method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"Gavel LP failed: {res.message}")
-    return np.clip(res.x[:-1].reshape(m, T), 0.0, 1.0)
+    return c, np.array(rows), np.array(b), bounds
 
 
 class GavelMaxMin(Policy):

@@ -19,12 +19,17 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
   round with no arrival to come (Gavel then forces ``_last_reset_time = 0``). Until then a
   new job has priority 0 and waits even on idle GPUs, and GPUs freed by a finished job
   stay idle.
-* **FIFO allocation** (``FIFOPolicy.get_allocation``, base mode, one GPU type): the
-  allocation persists between computations; each job that finished is replaced by the
-  head of the queue (arrival order) if it fits in the GPUs counted so far, in id order of
-  the finished jobs, *before* the still-running jobs with higher ids are counted (Gavel's
-  order: this can over-commit the GPUs); then jobs are allocated from the head of the
-  queue while they fit (head of line blocks).
+* **FIFO allocation** (``FIFOPolicy.get_allocation``, base mode): the allocation (job ->
+  GPU type) persists between computations; each job that finished is replaced by the
+  head of the queue (arrival order) on its type if it fits in the GPUs of that type
+  counted so far, in id order of the finished jobs, *before* the still-running jobs with
+  higher ids are counted (Gavel's order: this can over-commit the GPUs); then jobs are
+  allocated from the head of the queue while some type with idle GPUs fits them (head of
+  line blocks). With several types Gavel draws one of the fitting types with its own
+  ``random.Random`` (seed 0, as our Gavel driver seeds the policy) but then uses its loop
+  variable, the *last* type with idle GPUs in name order (fitting or not: another
+  over-commit), and when that type's count reaches 0 drops the drawn type from its list;
+  all of it reproduced here.
 * **Max-min fairness allocation** (``allocation="maxmin"`` / ``"maxmin-blind"``, Gavel's
   ``MaxMinFairnessPolicyWithPerf`` / ``MaxMinFairnessPolicy``): the LP of
   :func:`~magnum_lib.replay.fairness.maxmin_allocation` on the jobs' steps/s (blind: on
@@ -52,8 +57,19 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
 Agreement (tests/test_replay_peers.py): FIFO with whole-second jobs at one step per
 second (``steps_per_s=None``): finish times equal Gavel's exactly; FIFO with Gavel's
 measured throughputs, and the LP policies on v100/p100/k80 fed Gavel's own LP code: to a
-few microseconds (our clock is whole ns, Gavel's float seconds). Gavel's FIFO is modelled on
-one GPU type only (its base FIFO picks types at random). Runs in the Python loop.
+few microseconds (our clock is whole ns, Gavel's float seconds); FIFO on v100/p100/k80 with
+Gavel's matrix: to 13 us on the traces tested.
+
+Two forms. This class is the readable reference: it runs in the Python replay loop
+(``engine_ref.py``) with ``backend="python"``, ``MAGNUM_PUREPYTHON=1``, a subclass, a
+placement other than ``pooled``, shared GPUs or a type mask. Otherwise :func:`~magnum_lib.replay.replay`
+runs :func:`run_compiled`: ``replay/_gavel_rounds.pyx`` inlines this policy into the replay
+loop in one nogil kernel, with the same arithmetic in the same order, and calls back into
+Python only for the LP (``lp`` or ours, at allocation resets) and for the blind policy's
+``random.Random(5)`` type orders (in batches, in the order this class draws them). Parity
+(tests/test_replay_gavel_fast.py): finish and start times to the ns, preemptions and the
+utilization step function are identical on Philly VC slices, Tiresias' 60 jobs, Gavel-style
+heterogeneous traces (unit and measured steps) and random small traces.
 """
 from __future__ import annotations
 
@@ -65,7 +81,7 @@ import numpy as np
 from magnum_lib.engine.errors import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy
 
-__all__ = ["GavelFIFO", "GavelRounds"]
+__all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]
 
 NS = 1_000_000_000
 _TYPE_ORDER = ("v100", "p100", "k80")      # Gavel's _schedule_jobs_on_workers
@@ -111,8 +127,6 @@ class GavelRounds(Policy):
 
     def reset(self, jobs, cluster):
         T = len(cluster.type_names)
-        if self.allocation == "fifo" and T != 1:
-            raise ParameterError("cluster", "Gavel's FIFO is modelled on one GPU type")
         speed = jobs.speed if jobs.speed is not None else np.ones((len(jobs), T))
         if self.rate is None:
             rate = speed.copy()
@@ -147,37 +161,66 @@ class GavelRounds(Policy):
         self.ran_all = [0.0] * T    # _worker_time_so_far
         self.deficit = {}           # job -> [per type]
         self.alloc = {}             # the scheduler's _allocation: job -> [share per type]
-        self.fifo = set()           # FIFOPolicy._allocation (persists between computations)
+        self.fifo = {}              # FIFOPolicy._allocation: job -> type (persists between computations)
+        self.fifo_rng = random.Random(0)    # FIFOPolicy's own, seeded 0 (our Gavel driver's seed)
         self.need_update = True
         self.last_reset = 0.0
 
     # ----------------------------------------------------------------- allocations
     def _fifo_allocation(self):
-        """``FIFOPolicy.get_allocation`` (base mode, one type) on the active jobs."""
+        """``FIFOPolicy.get_allocation`` (base mode) on the active jobs: ``{job: [share per type]}``."""
+        self._fifo_update()
+        T = len(self.N)
+        return {j: [1.0 if self.fifo.get(j) == t else 0.0 for t in range(T)] for j in self.active}
+
+    def _fifo_x(self, ids):
+        """The FIFO allocation as X (``len(ids)`` x types) for the active jobs ``ids`` (ascending)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        self.active = ids.tolist()
+        self._fifo_update()
+        X = np.zeros((len(ids), len(self.N)))
+        if self.fifo:                             # (its jobs are all active after the update)
+            X[np.searchsorted(ids, list(self.fifo)), list(self.fifo.values())] = 1.0
+        return X
+
+    def _fifo_update(self):
+        """Gavel's FIFO allocation step on ``self.fifo`` (job -> type) for the active jobs."""
         active = set(self.active)
         queue = sorted(j for j in self.active if j not in self.fifo)
-        free = self.N[0]
+        free = list(self.N)                       # Gavel's available_workers, by type
         for s in sorted(self.fifo):
+            t = self.fifo[s]
             if s not in active:                   # finished: its slot goes to the head
-                if queue and self.gpus[queue[0]] <= free:
+                if queue and self.gpus[queue[0]] <= free[t] and self.thr[queue[0]][t] > 0.0:
                     h = queue.pop(0)
-                    self.fifo.add(h)
-                    free -= self.gpus[h]
-                self.fifo.discard(s)
+                    self.fifo[h] = t
+                    free[t] -= self.gpus[h]
+                del self.fifo[s]
             else:
-                free -= self.gpus[s]
-        while queue and free > 0:
+                free[t] -= self.gpus[s]
+        avail = sorted((t for t in range(len(free)) if free[t] > 0), key=lambda t: self.names[t])
+        while queue and avail:
             h = queue.pop(0)
-            if self.gpus[h] > free:
+            fits = [i for i, t in enumerate(avail) if free[t] >= self.gpus[h]]
+            if not fits:
                 break
-            self.fifo.add(h)
-            free -= self.gpus[h]
-        return {j: [1.0 if j in self.fifo else 0.0] for j in self.active}
+            pick = fits[self.fifo_rng.randrange(len(fits))]
+            t = avail[-1]     # Gavel's base mode: the type is its loop variable, the last available
+            if self.thr[h][t] > 0.0:
+                self.fifo[h] = t
+                free[t] -= self.gpus[h]
+                if free[t] == 0:
+                    avail.pop(pick)               # (Gavel's: the drawn type's slot goes)
 
     def _maxmin_allocation(self):
         ids = sorted(self.active)
         if not ids:
             return {}
+        X = self._maxmin_x(ids)
+        return {j: X[r].tolist() for r, j in enumerate(ids)}
+
+    def _maxmin_x(self, ids):
+        """The max-min LP's X (``len(ids)`` x types) for jobs ``ids`` (ascending)."""
         thr = np.array([self.thr[j] for j in ids])
         if self.allocation == "maxmin-blind":
             thr = np.ones_like(thr)
@@ -187,7 +230,7 @@ class GavelRounds(Policy):
         else:
             from magnum_lib.replay.fairness import maxmin_allocation
             X = maxmin_allocation(thr, scale, self.N)
-        return {j: X[r].tolist() for r, j in enumerate(ids)}
+        return X
 
     # ----------------------------------------------------------------- Gavel's round
     def _choose(self, T):
@@ -323,10 +366,54 @@ class GavelRounds(Policy):
 
 
 class GavelFIFO(GavelRounds):
-    """Gavel's FIFO under Gavel's simulator's rounds (one GPU type; see the module docstring).
+    """Gavel's FIFO (base mode) under Gavel's simulator's rounds (see the module docstring).
 
-    ``steps_per_s``: each job's steps/s (1-D) or None (one step per second).
+    ``steps_per_s``: each job's steps/s (1-D for one type, jobs x types) or None (one step
+    per second on the reference type).
     """
 
     def __init__(self, round_s: float = 360.0, reset_interval_s: float = 1920.0, steps_per_s=None):
         super().__init__("fifo", round_s, reset_interval_s, steps_per_s)
+
+
+def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 0.0) -> dict:
+    """``policy`` replayed by the compiled kernel (``_gavel_rounds.run_gavel_rounds``).
+
+    Same numbers as ``engine_ref.run(jobs, cluster, policy, "pooled", ...)`` (pooled GPUs,
+    whole GPUs, no type mask; :func:`magnum_lib.replay.replay` checks that): the policy's
+    ``reset`` validates and derives the inputs (steps/s, step counts, type order), the
+    kernel runs the loop, and calls back here for the LP at allocation resets and for the
+    blind policy's type orders (``random.Random(5)``, drawn in the Python form's order).
+    """
+    from magnum_lib.replay.api import PolicyError
+
+    policy.reset(jobs, cluster)
+    n, T = len(jobs), len(policy.N)
+    speed = jobs.speed if jobs.speed is not None else np.ones((n, T))
+    permute = None
+    if policy.shuffler is not None:
+        shuffler, base = policy.shuffler, list(policy.type_order)
+
+        def permute(k):
+            out = []
+            for _ in range(k):
+                order = list(base)
+                shuffler.shuffle(order)
+                out.append(order)
+            return out
+
+    if policy.allocation != "fifo":
+        allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
+    elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
+        allocate = policy._fifo_x
+    else:
+        allocate = None  # one type: the kernel's own FIFO allocation
+    try:
+        return kernel.run_gavel_rounds(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, speed,
+                                       np.array(policy.thr, dtype=np.float64).reshape(n, T),
+                                       policy.steps_left, policy.N, policy.type_order,
+                                       policy.allocation == "fifo", policy.iteration_s, policy.reset_s,
+                                       round(restore_s * NS), allocate, permute)
+    except kernel.Stuck as e:
+        raise PolicyError(policy.name, f"left {e.waiting} job(s) waiting on an idle cluster with no "
+                                       f"arrival or wake-up to come (first: job {e.first})") from None

@@ -1,0 +1,850 @@
+# cython: boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Compiled form of :class:`~magnum_lib.replay.gavel_rounds.GavelRounds` under the replay loop.
+
+One nogil loop runs both halves of what the Python form splits in two: the replay loop of
+:func:`magnum_lib.replay.engine_ref.run` (pooled GPUs counted per type, event instants,
+progress at ``speed`` truncated to whole ns at each instant as the engine does) and the
+policy's ``schedule`` (Gavel's round clock in float seconds, allocation resets, priorities,
+deficits, whole steps, pauses). Every arithmetic step is the Python form's, in the same
+order and in IEEE doubles, so the numbers are the same to the ns; tests/test_replay_gavel_fast.py
+checks it. The allocation at resets (``allocate``: the max-min LP, or Gavel's FIFO on
+several GPU types, which draws from its own ``random.Random``) and the blind policy's
+``random.Random(5)`` type orders (``permute``, in batches) are Python callables reached with
+the GIL; FIFO on one GPU type is computed here.
+
+Entry point: :func:`run_gavel_rounds` (validated here; :func:`magnum_lib.replay.replay`
+calls it through ``gavel_rounds.run_compiled``).
+"""
+from cpython.ref cimport PyObject
+from libc.math cimport ceil, rint, isfinite
+from libc.stdint cimport int64_t, int8_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+
+import numpy as np
+
+cdef int64_t NS_S = 1000000000
+cdef int64_t NEVER = 0x7FFFFFFFFFFFFFFF
+cdef int64_t EXACT = (<int64_t>1) << 53      # below: now / 1e9 in doubles is Python's int / int
+cdef int64_t LAG_NS = 10000
+
+cdef enum:
+    E_NONE = 0
+    E_PY = 1          # a callback raised: re-raised by the wrapper
+    E_STUCK = 2       # waiting jobs, nothing running, nothing to come
+    E_NOFIT = 3       # (internal) a chosen job does not fit
+    E_LAG = 4         # (internal) a job outlived its last micro-task
+    E_MEM = 5
+
+
+cdef struct S:
+    # sizes and options
+    Py_ssize_t n
+    Py_ssize_t T
+    bint fifo
+    double iteration_s
+    double reset_s
+    double half
+    int64_t restore_ns
+    int64_t last_submit
+    # inputs (read only)
+    const int64_t* submit
+    const int64_t* gpus
+    const double* speed       # n x T (engine speed)
+    const double* thr         # n x T (Gavel's steps/s)
+    const int64_t* N          # GPUs per type
+    const int64_t* type_order
+    # engine state
+    int64_t* rem
+    int64_t* overhead
+    double* erate
+    int8_t* status            # 0 not submitted, 1 waiting, 2 running, 3 finished
+    int64_t* jtype
+    int64_t* first
+    int64_t* fin
+    int64_t* pre
+    int64_t* free_t           # free GPUs per type
+    int64_t* running          # running job ids (unordered)
+    int64_t* run_pos          # index in running, -1 if not running
+    Py_ssize_t nrun
+    int64_t now
+    # policy state
+    double* steps_left
+    double* ran               # n x T
+    double* ran_all           # T
+    double* deficit           # n x T
+    double* alloc             # n x T
+    uint8_t* in_alloc
+    uint8_t* act_flag
+    int64_t* active           # active ids, ascending (arrival order)
+    Py_ssize_t na
+    Py_ssize_t known_upto
+    uint8_t* fifo_in
+    int64_t* fifo_ids
+    Py_ssize_t nfifo
+    int64_t* fifo_tmp
+    int64_t* queue_tmp
+    uint8_t* in_round
+    uint8_t* is_last
+    int64_t* rj_end           # end of the micro-task on our clock (ns)
+    int64_t* rs_type
+    double* rs_steps
+    double* rs_end            # end on Gavel's clock (s)
+    int64_t* rlist            # jobs of the current round, in the order chosen
+    Py_ssize_t nround
+    bint round_set
+    int64_t round_end
+    double round_start
+    bint stop_set
+    double round_stop
+    bint need_update
+    double last_reset
+    # one round's choice
+    int64_t* ent_j            # entries (one type block at a time)
+    double* ent_p
+    double* ent_d
+    double* ent_a
+    int64_t* idx
+    int64_t* idx2
+    int64_t* qj               # the queue: entries' job, type, priority
+    int64_t* qt
+    double* qp
+    int64_t* left
+    uint8_t* taken
+    int64_t* cj               # chosen: job, type, runs
+    int64_t* ct
+    uint8_t* cr
+    Py_ssize_t nchosen
+    int64_t* run_type         # job -> type it runs on this round, -1 none
+    int64_t* order
+    # the blind policy's type orders, drawn in batches
+    int64_t* perms
+    Py_ssize_t nperm
+    Py_ssize_t perm_at
+    # decisions of one call
+    int64_t* dpre
+    Py_ssize_t ndpre
+    int64_t* dstart
+    int64_t* dstype
+    Py_ssize_t ndstart
+    int64_t wake
+    # callbacks (borrowed; the wrapper holds them)
+    PyObject* allocate
+    PyObject* permute
+    PyObject* errbox
+    PyObject* holder
+    int err
+    int64_t err_job
+
+
+def _true_div(int64_t now):
+    return now / 1000000000
+
+
+cdef double to_s(S* s, int64_t now) noexcept nogil:
+    """Python's ``now / NS`` (correctly rounded; exact in doubles below 2^53)."""
+    if now < EXACT:
+        return <double>now / 1e9
+    with gil:
+        return _true_div(now)
+
+
+cdef int call_allocate(S* s) noexcept with gil:
+    """Gavel's max-min allocation of the active jobs: ``allocate(ids) -> X`` (active x T)."""
+    cdef Py_ssize_t r, t, j
+    cdef const double[:, ::1] X
+    try:
+        ids = np.array(<int64_t[:s.na]> s.active, dtype=np.int64) if s.na else np.zeros(0, np.int64)
+        out = (<object>s.allocate)(ids)
+        arr = np.ascontiguousarray(out, dtype=np.float64)
+        if arr.shape != (s.na, s.T) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"the allocation must be finite numbers of shape {(s.na, s.T)}, "
+                             f"got shape {arr.shape}")
+        X = arr
+        for r in range(s.na):
+            j = s.active[r]
+            for t in range(s.T):
+                s.alloc[j * s.T + t] = X[r, t]
+            s.in_alloc[j] = 1
+        return 0
+    except BaseException as e:
+        (<object>s.errbox).append(e)
+        return -1
+
+
+cdef int call_permute(S* s) noexcept with gil:
+    """The next batch of the blind policy's type orders (``permute(k) -> k x T``)."""
+    cdef const int64_t[:, ::1] P
+    cdef Py_ssize_t m = 256
+    try:
+        arr = np.ascontiguousarray((<object>s.permute)(m), dtype=np.int64)
+        if arr.shape != (m, s.T) or np.any(np.sort(arr, axis=1) != np.arange(s.T)):
+            raise ValueError(f"permute(k) must return k orders of the {s.T} GPU types")
+        P = arr
+        (<object>s.holder)[0] = arr
+        s.perms = <int64_t*> &P[0, 0]
+        s.nperm = m
+        s.perm_at = 0
+        return 0
+    except BaseException as e:
+        (<object>s.errbox).append(e)
+        return -1
+
+
+# ------------------------------------------------------------------ engine helpers
+cdef inline void run_add(S* s, int64_t j) noexcept nogil:
+    s.run_pos[j] = s.nrun
+    s.running[s.nrun] = j
+    s.nrun += 1
+
+
+cdef inline void run_remove(S* s, int64_t j) noexcept nogil:
+    cdef Py_ssize_t p = s.run_pos[j]
+    cdef int64_t last = s.running[s.nrun - 1]
+    s.running[p] = last
+    s.run_pos[last] = p
+    s.nrun -= 1
+    s.run_pos[j] = -1
+
+
+cdef inline int64_t finish_time(S* s, int64_t j) noexcept nogil:
+    cdef int64_t r = s.rem[j] if s.rem[j] > 0 else 0
+    cdef int64_t run = r if s.erate[j] == 1.0 else <int64_t> ceil(<double>r / s.erate[j])
+    if run < 0:
+        run = 0
+    return s.now + s.overhead[j] + run
+
+
+cdef void advance(S* s, int64_t t) noexcept nogil:
+    cdef int64_t dt = t - s.now, o, prog, j
+    cdef Py_ssize_t k
+    if dt > 0:
+        for k in range(s.nrun):
+            j = s.running[k]
+            o = s.overhead[j] if s.overhead[j] < dt else dt
+            s.overhead[j] -= o
+            prog = dt - o
+            if s.erate[j] == 1.0:
+                s.rem[j] -= prog
+            else:
+                s.rem[j] -= <int64_t> (<double>prog * s.erate[j])
+    s.now = t
+
+
+# ------------------------------------------------------------------ the policy
+cdef void fifo_allocation(S* s) noexcept nogil:
+    """``FIFOPolicy.get_allocation`` (base mode, one type) on the active jobs."""
+    cdef Py_ssize_t k, q = 0, nq = 0, nf = s.nfifo, a, b
+    cdef int64_t free = s.N[0], x, h, j
+    for k in range(s.na):                          # the queue: active, not in the allocation
+        if not s.fifo_in[s.active[k]]:
+            s.queue_tmp[nq] = s.active[k]
+            nq += 1
+    for k in range(nf):                            # sorted snapshot of the allocation
+        s.fifo_tmp[k] = s.fifo_ids[k]
+    for a in range(1, nf):
+        x = s.fifo_tmp[a]
+        b = a - 1
+        while b >= 0 and s.fifo_tmp[b] > x:
+            s.fifo_tmp[b + 1] = s.fifo_tmp[b]
+            b -= 1
+        s.fifo_tmp[b + 1] = x
+    for k in range(nf):
+        j = s.fifo_tmp[k]
+        if not s.act_flag[j]:                      # finished: its slot goes to the head
+            if q < nq and s.gpus[s.queue_tmp[q]] <= free and s.thr[s.queue_tmp[q]] > 0.0:
+                h = s.queue_tmp[q]
+                q += 1
+                s.fifo_in[h] = 1
+                free -= s.gpus[h]
+            s.fifo_in[j] = 0
+        else:
+            free -= s.gpus[j]
+    while q < nq and free > 0:
+        h = s.queue_tmp[q]
+        if s.gpus[h] > free:
+            break
+        q += 1
+        if s.thr[h] > 0.0:                         # (Gavel allocates only a job that runs there)
+            s.fifo_in[h] = 1
+            free -= s.gpus[h]
+    s.nfifo = 0                                    # members, rebuilt from the flags
+    for k in range(nf):
+        if s.fifo_in[s.fifo_tmp[k]]:
+            s.fifo_ids[s.nfifo] = s.fifo_tmp[k]
+            s.nfifo += 1
+    for k in range(q):
+        if s.fifo_in[s.queue_tmp[k]]:
+            s.fifo_ids[s.nfifo] = s.queue_tmp[k]
+            s.nfifo += 1
+    for k in range(s.na):
+        j = s.active[k]
+        s.alloc[j] = 1.0 if s.fifo_in[j] else 0.0
+        s.in_alloc[j] = 1
+
+
+cdef inline bint before(S* s, int64_t x, int64_t y) noexcept nogil:
+    """Entry x ranks before entry y: (priority, deficit, allocation) larger; ties: earlier."""
+    if s.ent_p[x] != s.ent_p[y]:
+        return s.ent_p[x] > s.ent_p[y]
+    if s.ent_d[x] != s.ent_d[y]:
+        return s.ent_d[x] > s.ent_d[y]
+    if s.ent_a[x] != s.ent_a[y]:
+        return s.ent_a[x] > s.ent_a[y]
+    return x < y
+
+
+cdef void sort_entries(S* s, Py_ssize_t m) noexcept nogil:
+    """Stable merge sort of entry positions 0..m-1 into s.idx (Python's sort, reverse=True)."""
+    cdef Py_ssize_t k, width, lo, mid, hi, a, b, o
+    cdef int64_t* src = s.idx
+    cdef int64_t* dst = s.idx2
+    cdef int64_t* tmp
+    for k in range(m):
+        src[k] = k
+    width = 1
+    while width < m:
+        lo = 0
+        while lo < m:
+            mid = lo + width if lo + width < m else m
+            hi = lo + 2 * width if lo + 2 * width < m else m
+            a, b, o = lo, mid, lo
+            while a < mid and b < hi:
+                if before(s, src[b], src[a]):
+                    dst[o] = src[b]
+                    b += 1
+                else:
+                    dst[o] = src[a]
+                    a += 1
+                o += 1
+            while a < mid:
+                dst[o] = src[a]
+                a += 1
+                o += 1
+            while b < hi:
+                dst[o] = src[b]
+                b += 1
+                o += 1
+            lo = hi
+        tmp = src
+        src = dst
+        dst = tmp
+        width *= 2
+    if src != s.idx:
+        for k in range(m):
+            s.idx[k] = src[k]
+
+
+cdef int choose(S* s, double T) noexcept nogil:
+    """One call of Gavel's ``_schedule_jobs_on_workers``: fills s.cj/ct/cr (s.nchosen)."""
+    cdef double elapsed = T - s.last_reset, a, frac, p
+    cdef Py_ssize_t t, k, m, nq = 0, o
+    cdef int64_t j, TT = s.T
+    cdef bint has
+    if s.need_update and (elapsed >= s.reset_s or s.last_reset == 0):
+        for t in range(TT):                        # _reset_time_run_so_far
+            s.ran_all[t] = 0.0
+            for k in range(s.na):
+                j = s.active[k]
+                a = s.alloc[j * TT + t] if s.in_alloc[j] else 0.0
+                s.deficit[j * TT + t] += a * elapsed - (s.ran[j * TT + t] - s.half)
+                s.ran[j * TT + t] = s.half
+                s.ran_all[t] += s.half
+        s.last_reset = T
+        if s.fifo and s.allocate == NULL:
+            fifo_allocation(s)
+        elif s.na:
+            if call_allocate(s) < 0:
+                s.err = E_PY
+                return -1
+        s.need_update = False
+    if s.permute != NULL:
+        if s.perm_at == s.nperm and call_permute(s) < 0:
+            s.err = E_PY
+            return -1
+        for t in range(TT):
+            s.order[t] = s.perms[s.perm_at * TT + t]
+        s.perm_at += 1
+    else:
+        for t in range(TT):
+            s.order[t] = s.type_order[t]
+    for o in range(TT):                            # _update_priorities, one ranked list per type
+        t = s.order[o]
+        m = 0
+        for k in range(s.na):
+            j = s.active[k]
+            if s.thr[j * TT + t] <= 0:             # never taken on this type (the scan skips it)
+                continue
+            has = s.in_alloc[j]
+            a = s.alloc[j * TT + t] if has else 0.0
+            if not has or a == 0.0:
+                p = 0.0
+            else:
+                frac = 0.0 if s.ran_all[t] == 0.0 else s.ran[j * TT + t] / s.ran_all[t]
+                p = a / frac if frac > 0.0 else a * 1e9
+            if s.fifo and p <= 0.0:                # FIFO takes only jobs with priority > 0
+                continue
+            s.ent_j[m] = j
+            s.ent_p[m] = p
+            s.ent_d[m] = s.deficit[j * TT + t]
+            s.ent_a[m] = a
+            m += 1
+        sort_entries(s, m)
+        for k in range(m):
+            s.qj[nq] = s.ent_j[s.idx[k]]
+            s.qt[nq] = t
+            s.qp[nq] = s.ent_p[s.idx[k]]
+            nq += 1
+    for t in range(TT):
+        s.left[t] = s.N[t]
+    s.nchosen = 0
+    for k in range(nq):
+        j = s.qj[k]
+        t = s.qt[k]
+        if s.left[t] == 0 or s.taken[j] or s.gpus[j] > s.left[t]:
+            continue
+        s.left[t] -= s.gpus[j]
+        s.taken[j] = 1
+        s.cj[s.nchosen] = j
+        s.ct[s.nchosen] = t
+        s.cr[s.nchosen] = s.in_alloc[j]
+        s.nchosen += 1
+    for k in range(s.nchosen):
+        s.taken[s.cj[k]] = 0
+    return 0
+
+
+cdef int schedule(S* s) noexcept nogil:
+    """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
+    cdef int64_t now = s.now, j, t, length, rem, r_end, worst
+    cdef Py_ssize_t k, nr
+    cdef double T, run, r, full, steps, sp
+    cdef int64_t TT = s.T
+    cdef bint any_runs, lag
+    s.ndpre = 0
+    s.ndstart = 0
+    s.wake = -1
+    if s.round_set and now < s.round_end:
+        # Mid-round: a job whose micro-task is over (not its work) pauses until the round ends.
+        for k in range(s.nrun):
+            j = s.running[k]
+            if s.in_round[j] and s.rj_end[j] <= now and not s.is_last[j]:
+                s.dpre[s.ndpre] = j
+                s.ndpre += 1
+        wake_round(s)
+        return 0
+    lag = False
+    worst = 0
+    for k in range(s.nround):
+        j = s.rlist[k]
+        if s.is_last[j] and s.status[j] == 2:
+            lag = True
+            rem = s.rem[j] if s.rem[j] > 0 else 0
+            if rem > worst:
+                worst = rem
+    if lag:
+        # Done in Gavel's steps with a few ns left on our clock: its finish ends the round.
+        if worst > LAG_NS:
+            s.err = E_LAG
+            return -1
+        s.round_end = now
+        s.round_set = True
+        return 0
+    T = to_s(s, now)
+    if s.nround:                                   # the round that ends now: Gavel's accounting
+        T = s.rs_end[s.rlist[0]]
+        for k in range(1, s.nround):
+            if s.rs_end[s.rlist[k]] > T:
+                T = s.rs_end[s.rlist[k]]
+        if s.stop_set:
+            s.round_start = s.round_stop
+        s.round_stop = T
+        s.stop_set = True
+        for k in range(s.nround):
+            j = s.rlist[k]
+            t = s.rs_type[j]
+            run = s.rs_end[j] - s.round_start
+            s.ran[j * TT + t] += run
+            s.ran_all[t] += run
+            s.steps_left[j] -= s.rs_steps[j]
+        nr = 0
+        for k in range(s.nround):
+            if s.status[s.rlist[k]] == 3:          # finished in this round
+                s.act_flag[s.rlist[k]] = 0
+                nr += 1
+        if nr:
+            nr = 0
+            for k in range(s.na):
+                if s.act_flag[s.active[k]]:
+                    s.active[nr] = s.active[k]
+                    nr += 1
+            s.na = nr
+            s.need_update = True
+    for k in range(s.nround):
+        j = s.rlist[k]
+        s.in_round[j] = 0
+        s.is_last[j] = 0
+    s.nround = 0
+    s.round_set = False
+    while s.known_upto < s.n and s.status[s.known_upto] != 0:   # arrivals up to now
+        j = s.known_upto
+        s.active[s.na] = j
+        s.na += 1
+        s.act_flag[j] = 1
+        for t in range(TT):
+            s.ran[j * TT + t] = s.half
+            s.deficit[j * TT + t] = 0.0
+        s.need_update = True
+        s.known_upto += 1
+    if choose(s, T) < 0:
+        return -1
+    any_runs = False
+    for k in range(s.nchosen):
+        if s.cr[k]:
+            any_runs = True
+    if not any_runs and s.na and now >= s.last_submit:
+        s.last_reset = 0.0                         # Gavel forces a reset on an idle, drained queue
+        if choose(s, T) < 0:
+            return -1
+    for k in range(s.nchosen):
+        if s.cr[k]:
+            s.run_type[s.cj[k]] = s.ct[k]
+    for k in range(s.nrun):
+        j = s.running[k]
+        if s.run_type[j] < 0 or s.run_type[j] != s.jtype[j]:
+            s.dpre[s.ndpre] = j
+            s.ndpre += 1
+            s.free_t[s.jtype[j]] += s.gpus[j]      # (the plan's free GPUs; apply redoes it)
+    for k in range(s.nchosen):
+        if not s.cr[k]:
+            continue
+        j = s.cj[k]
+        t = s.ct[k]
+        if s.status[j] != 2 or s.jtype[j] != t:
+            if s.free_t[t] < s.gpus[j] or not s.speed[j * TT + t] > 0:
+                s.err = E_NOFIT
+                s.err_job = j
+                return -1
+            s.free_t[t] -= s.gpus[j]
+            s.dstart[s.ndstart] = j
+            s.dstype[s.ndstart] = t
+            s.ndstart += 1
+        sp = s.speed[j * TT + t]
+        r = s.thr[j * TT + t]
+        full = <double> (<int64_t> (r * s.iteration_s))
+        steps = full if full <= s.steps_left[j] else s.steps_left[j]
+        if steps == s.steps_left[j]:               # its last: ends with its work on our clock
+            rem = s.rem[j] if s.rem[j] > 0 else 0
+            length = rem if sp == 1.0 else <int64_t> ceil(<double>rem / sp)
+            s.is_last[j] = 1
+        else:
+            length = <int64_t> rint(full / r * 1e9)
+        s.rs_type[j] = t
+        s.rs_steps[j] = steps
+        s.rs_end[j] = T + steps / r
+        s.rj_end[j] = now + length
+        s.in_round[j] = 1
+        s.rlist[s.nround] = j
+        s.nround += 1
+    for k in range(s.ndpre):                       # undo the plan's bookkeeping (apply does it)
+        s.free_t[s.jtype[s.dpre[k]]] -= s.gpus[s.dpre[k]]
+    for k in range(s.ndstart):
+        s.free_t[s.dstype[k]] += s.gpus[s.dstart[k]]
+    for k in range(s.nchosen):
+        s.run_type[s.cj[k]] = -1
+    if s.nround:
+        r_end = s.rj_end[s.rlist[0]]
+        for k in range(1, s.nround):
+            if s.rj_end[s.rlist[k]] > r_end:
+                r_end = s.rj_end[s.rlist[k]]
+        s.round_end = r_end
+        s.round_set = True
+        wake_round(s)
+    return 0
+
+
+cdef inline void wake_round(S* s) noexcept nogil:
+    """Wake at the round's end and at each micro-task end before it (the earliest ahead)."""
+    cdef Py_ssize_t k
+    cdef int64_t end
+    for k in range(s.nround):
+        end = s.rj_end[s.rlist[k]]
+        if end > s.now and (s.wake < 0 or end < s.wake):
+            s.wake = end
+
+
+cdef void apply(S* s) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef int64_t j, t
+    for k in range(s.ndpre):
+        j = s.dpre[k]
+        s.free_t[s.jtype[j]] += s.gpus[j]
+        s.status[j] = 1
+        s.pre[j] += 1
+        run_remove(s, j)
+        s.jtype[j] = -1
+    for k in range(s.ndstart):
+        j = s.dstart[k]
+        t = s.dstype[k]
+        s.free_t[t] -= s.gpus[j]
+        s.status[j] = 2
+        s.jtype[j] = t
+        s.erate[j] = s.speed[j * s.T + t]
+        if s.first[j] < 0:
+            s.first[j] = s.now
+        elif s.restore_ns:
+            s.overhead[j] = s.restore_ns
+        run_add(s, j)
+
+
+cdef int core(S* s, int64_t** util_t, double** util_b, Py_ssize_t* cap, Py_ssize_t* nutil) noexcept nogil:
+    """:func:`engine_ref.run`'s loop with the policy inlined (see the module docstring)."""
+    cdef Py_ssize_t i = 0, done = 0, k, nu = 0
+    cdef int64_t t, ft, j, wake = -1, used
+    cdef double busy
+    while done < s.n:
+        t = NEVER
+        if i < s.n:
+            t = s.submit[i]
+        for k in range(s.nrun):
+            ft = finish_time(s, s.running[k])
+            if ft < t:
+                t = ft
+        if wake >= 0 and wake < t:
+            t = wake
+        if t == NEVER:
+            s.err = E_STUCK
+            return -1
+        if wake >= 0 and wake <= t:
+            wake = -1
+        advance(s, t)
+        k = 0
+        while k < s.nrun:                          # finishes (order does not matter: counts)
+            j = s.running[k]
+            if s.rem[j] <= 0:
+                s.free_t[s.jtype[j]] += s.gpus[j]
+                s.status[j] = 3
+                s.fin[j] = t
+                run_remove(s, j)
+                done += 1
+            else:
+                k += 1
+        while i < s.n and s.submit[i] == t:
+            s.status[i] = 1
+            i += 1
+        if schedule(s) < 0:
+            return -1
+        apply(s)
+        wake = s.wake if s.wake > t else -1
+        used = 0
+        for k in range(s.T):
+            used += s.N[k] - s.free_t[k]
+        busy = <double> used
+        if nu == 0 or util_b[0][nu - 1] != busy:     # the step function's change points
+            if nu == cap[0] and grow(util_t, util_b, cap) < 0:
+                s.err = E_MEM
+                return -1
+            util_t[0][nu] = t
+            util_b[0][nu] = busy
+            nu += 1
+            nutil[0] = nu
+    return 0
+
+
+cdef int grow(int64_t** a, double** b, Py_ssize_t* cap) noexcept nogil:
+    cdef Py_ssize_t c = 2 * cap[0]
+    cdef int64_t* na = <int64_t*> realloc(a[0], c * sizeof(int64_t))
+    if na == NULL:
+        return -1
+    a[0] = na
+    cdef double* nb = <double*> realloc(b[0], c * sizeof(double))
+    if nb == NULL:
+        return -1
+    b[0] = nb
+    cap[0] = c
+    return 0
+
+
+def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order,
+                     bint fifo, double iteration_s, double reset_s, restore_ns, allocate=None,
+                     permute=None):
+    """Replay under Gavel's round mechanism on GPUs pooled per type (see the module docstring).
+
+    ``speed``, ``thr``: jobs x types (engine speed, Gavel's steps/s); ``steps_left``: each
+    job's steps; ``type_gpus``: GPUs per type; ``type_order``: Gavel's type order (a
+    permutation); ``fifo``: FIFO (only jobs with priority > 0 run; allocated here on one
+    type when ``allocate`` is None) or max-min; ``allocate(ids) -> X`` (active x types) at
+    allocation resets; ``permute(k)``: k type orders (the blind policy) or None.
+    Returns the dict of :func:`magnum_lib.replay.engine_ref.run`. Raises ValueError on bad
+    input, PolicyStuck / RuntimeError as the Python form does.
+    """
+    cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
+    cdef const int64_t[::1] wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
+    cdef const int64_t[::1] gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
+    cdef Py_ssize_t n = sub.shape[0]
+    cdef const int64_t[::1] ng = np.ascontiguousarray(type_gpus, dtype=np.int64)
+    cdef Py_ssize_t T = ng.shape[0]
+    if T < 1 or T > 64:
+        raise ValueError("type_gpus: 1 to 64 GPU types")
+    if np.any(np.asarray(ng) < 0) or int(np.sum(np.asarray(ng))) > (1 << 40):
+        raise ValueError("type_gpus must be counts >= 0")
+    if wrk.shape[0] != n or gp.shape[0] != n:
+        raise ValueError("submit_ns, work_ns and num_gpus must have the same length")
+    if n and (np.min(gp) < 1 or np.max(gp) > np.max(ng)):
+        raise ValueError("every job needs 1 .. (largest type's GPUs) GPUs")
+    if n and (np.min(sub) < 0 or (n > 1 and np.any(np.diff(np.asarray(sub)) < 0))):
+        raise ValueError("submit_ns must be sorted times >= 0")
+    if n and (np.min(wrk) < 1 or np.max(wrk) > (1 << 60) or np.max(sub) > (1 << 60)):
+        raise ValueError("work_ns must be >= 1 and times < 2^60 ns")
+    sp_np = np.ascontiguousarray(speed, dtype=np.float64)
+    thr_np = np.ascontiguousarray(thr, dtype=np.float64)
+    if sp_np.shape != (n, T) or thr_np.shape != (n, T):
+        raise ValueError(f"speed and thr must be jobs x types {(n, T)}")
+    if not (np.all(np.isfinite(sp_np)) and np.all(sp_np >= 0) and np.all(sp_np <= 1e6)):
+        raise ValueError("speed must be finite numbers in [0, 1e6]")
+    if not (np.all(np.isfinite(thr_np)) and np.all(thr_np >= 0) and np.all(thr_np * iteration_s < 2.0 ** 62)):
+        raise ValueError("thr must be finite steps/s >= 0 (x iteration_s < 2^62)")
+    sl_np = np.array(steps_left, dtype=np.float64)
+    if sl_np.shape != (n,) or not np.all(np.isfinite(sl_np)):
+        raise ValueError("steps_left must be finite numbers, one per job")
+    tord = np.ascontiguousarray(type_order, dtype=np.int64)
+    if tord.shape != (T,) or np.any(np.sort(tord) != np.arange(T)):
+        raise ValueError("type_order must be a permutation of the GPU types")
+    if not (isfinite(iteration_s) and iteration_s > 0 and isfinite(reset_s) and reset_s > 0):
+        raise ValueError("iteration_s and reset_s must be seconds > 0")
+    cdef int64_t rns = int(restore_ns)
+    if rns < 0 or rns > (1 << 50):
+        raise ValueError("restore_ns must be >= 0")
+    if fifo and T != 1 and not callable(allocate):
+        raise ValueError("the kernel's own FIFO allocation is for one GPU type (give allocate)")
+    if not fifo and not callable(allocate):
+        raise ValueError("the max-min allocation needs allocate(ids) -> X")
+    if allocate is not None and not callable(allocate):
+        raise ValueError("allocate must be a function allocate(ids) -> X, or None")
+    if permute is not None and not callable(permute):
+        raise ValueError("permute must be a function permute(k) -> k orders, or None")
+    cdef Py_ssize_t m = n if n > 0 else 1
+    cdef const double[:, ::1] spv = sp_np if n else np.ones((1, T))
+    cdef const double[:, ::1] thv = thr_np if n else np.ones((1, T))
+    cdef const int64_t[::1] subv = sub if n else np.zeros(1, np.int64)
+    cdef const int64_t[::1] gpv = gp if n else np.ones(1, np.int64)
+    cdef const int64_t[::1] tov = tord
+
+    def i64(size, fill=0):
+        return np.full(size, fill, np.int64)
+
+    cdef int64_t[::1] rem = np.array(wrk, dtype=np.int64) if n else i64(1)
+    cdef int64_t[::1] overhead = i64(m)
+    cdef double[::1] erate = np.ones(m)
+    cdef int8_t[::1] status = np.zeros(m, np.int8)
+    cdef int64_t[::1] jtype = i64(m, -1)
+    first_np, fin_np, pre_np = i64(m, -1), i64(m, -1), i64(m)
+    cdef int64_t[::1] first = first_np
+    cdef int64_t[::1] fin = fin_np
+    cdef int64_t[::1] pre = pre_np
+    cdef int64_t[::1] free_t = np.array(ng, dtype=np.int64)
+    cdef int64_t[::1] running = i64(m)
+    cdef int64_t[::1] run_pos = i64(m, -1)
+    cdef double[::1] sl = sl_np if n else np.zeros(1)
+    cdef double[::1] ran = np.zeros(m * T)
+    cdef double[::1] ran_all = np.zeros(T)
+    cdef double[::1] deficit = np.zeros(m * T)
+    cdef double[::1] alloc = np.zeros(m * T)
+    cdef uint8_t[::1] in_alloc = np.zeros(m, np.uint8)
+    cdef uint8_t[::1] act_flag = np.zeros(m, np.uint8)
+    cdef int64_t[::1] active = i64(m)
+    cdef uint8_t[::1] fifo_in = np.zeros(m, np.uint8)
+    cdef int64_t[::1] fifo_ids = i64(m)
+    cdef int64_t[::1] fifo_tmp = i64(m)
+    cdef int64_t[::1] queue_tmp = i64(m)
+    cdef uint8_t[::1] in_round = np.zeros(m, np.uint8)
+    cdef uint8_t[::1] is_last = np.zeros(m, np.uint8)
+    cdef int64_t[::1] rj_end = i64(m)
+    cdef int64_t[::1] rs_type = i64(m)
+    cdef double[::1] rs_steps = np.zeros(m)
+    cdef double[::1] rs_end = np.zeros(m)
+    cdef int64_t[::1] rlist = i64(m)
+    cdef int64_t[::1] ent_j = i64(m)
+    cdef double[::1] ent_p = np.zeros(m)
+    cdef double[::1] ent_d = np.zeros(m)
+    cdef double[::1] ent_a = np.zeros(m)
+    cdef int64_t[::1] idx = i64(m)
+    cdef int64_t[::1] idx2 = i64(m)
+    cdef int64_t[::1] qj = i64(m * T)
+    cdef int64_t[::1] qt = i64(m * T)
+    cdef double[::1] qp = np.zeros(m * T)
+    cdef int64_t[::1] left = i64(T)
+    cdef uint8_t[::1] taken = np.zeros(m, np.uint8)
+    cdef int64_t[::1] cj = i64(m)
+    cdef int64_t[::1] ct = i64(m)
+    cdef uint8_t[::1] cr = np.zeros(m, np.uint8)
+    cdef int64_t[::1] run_type = i64(m, -1)
+    cdef int64_t[::1] order = i64(T)
+    cdef int64_t[::1] dpre = i64(m)
+    cdef int64_t[::1] dstart = i64(m)
+    cdef int64_t[::1] dstype = i64(m)
+    errbox, holder = [], [None]
+    cdef S s
+    s.n, s.T, s.fifo = n, T, fifo
+    s.iteration_s, s.reset_s, s.half = iteration_s, reset_s, iteration_s / 2.0
+    s.restore_ns = rns
+    s.last_submit = int(sub[n - 1]) if n else 0
+    s.submit, s.gpus, s.speed, s.thr = &subv[0], &gpv[0], &spv[0, 0], &thv[0, 0]
+    s.N, s.type_order = &ng[0], &tov[0]
+    s.rem, s.overhead, s.erate, s.status, s.jtype = &rem[0], &overhead[0], &erate[0], &status[0], &jtype[0]
+    s.first, s.fin, s.pre, s.free_t = &first[0], &fin[0], &pre[0], &free_t[0]
+    s.running, s.run_pos, s.nrun, s.now = &running[0], &run_pos[0], 0, 0
+    s.steps_left, s.ran, s.ran_all, s.deficit, s.alloc = &sl[0], &ran[0], &ran_all[0], &deficit[0], &alloc[0]
+    s.in_alloc, s.act_flag, s.active, s.na, s.known_upto = &in_alloc[0], &act_flag[0], &active[0], 0, 0
+    s.fifo_in, s.fifo_ids, s.nfifo = &fifo_in[0], &fifo_ids[0], 0
+    s.fifo_tmp, s.queue_tmp = &fifo_tmp[0], &queue_tmp[0]
+    s.in_round, s.is_last, s.rj_end, s.rs_type = &in_round[0], &is_last[0], &rj_end[0], &rs_type[0]
+    s.rs_steps, s.rs_end, s.rlist, s.nround = &rs_steps[0], &rs_end[0], &rlist[0], 0
+    s.round_set, s.round_end, s.round_start, s.stop_set, s.round_stop = False, 0, 0.0, False, 0.0
+    s.need_update, s.last_reset = True, 0.0
+    s.ent_j, s.ent_p, s.ent_d, s.ent_a = &ent_j[0], &ent_p[0], &ent_d[0], &ent_a[0]
+    s.idx, s.idx2, s.qj, s.qt, s.qp = &idx[0], &idx2[0], &qj[0], &qt[0], &qp[0]
+    s.left, s.taken, s.cj, s.ct, s.cr = &left[0], &taken[0], &cj[0], &ct[0], &cr[0]
+    s.nchosen, s.run_type, s.order = 0, &run_type[0], &order[0]
+    s.perms, s.nperm, s.perm_at = NULL, 0, 0
+    s.dpre, s.dstart, s.dstype = &dpre[0], &dstart[0], &dstype[0]
+    s.ndpre, s.ndstart, s.wake = 0, 0, -1
+    s.allocate = <PyObject*> allocate if allocate is not None else NULL
+    s.permute = <PyObject*> permute if permute is not None else NULL
+    s.errbox, s.holder = <PyObject*> errbox, <PyObject*> holder
+    s.err, s.err_job = E_NONE, -1
+    cdef Py_ssize_t cap = 1024, nutil = 0
+    cdef int64_t* ut = <int64_t*> malloc(cap * sizeof(int64_t))
+    cdef double* ub = <double*> malloc(cap * sizeof(double))
+    cdef int rc = -1
+    try:
+        if ut != NULL and ub != NULL:
+            with nogil:
+                rc = core(&s, &ut, &ub, &cap, &nutil)
+        else:
+            s.err = E_MEM
+        util_t = np.array(<int64_t[:nutil]> ut, dtype=np.int64) if nutil else np.zeros(0, np.int64)
+        util_b = np.array(<double[:nutil]> ub, dtype=np.float64) if nutil else np.zeros(0)
+    finally:
+        free(ut)
+        free(ub)
+    if rc < 0:
+        if s.err == E_PY:
+            raise errbox[0]
+        if s.err == E_STUCK:
+            waiting = np.flatnonzero(np.asarray(status)[:n] == 1)
+            raise Stuck(int(waiting.size), int(waiting[0]) if waiting.size else -1)
+        if s.err == E_NOFIT:
+            raise RuntimeError(f"GavelRounds: job {s.err_job} does not fit (internal error)")
+        if s.err == E_LAG:
+            raise RuntimeError("GavelRounds: a job outlived its last micro-task (internal error)")
+        raise MemoryError("run_gavel_rounds: out of memory")
+    return dict(first_start=first_np[:n].copy(), finish=fin_np[:n].copy(), preemptions=pre_np[:n].copy(),
+                util_t=util_t, util_busy=util_b)
+
+
+class Stuck(Exception):
+    """Waiting jobs on an idle cluster with nothing to come (the wrapper names the policy)."""
+
+    def __init__(self, waiting, first):
+        super().__init__(waiting, first)
+        self.waiting, self.first = waiting, first
