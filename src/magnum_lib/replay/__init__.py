@@ -68,7 +68,7 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int
 from magnum_lib.replay.api import Decision, JobView, Plan, Policy, PolicyError, View, as_policy
-from magnum_lib.replay.cluster import ReplayCluster
+from magnum_lib.replay.cluster import ReplayCluster, check_replay_inputs
 from magnum_lib.replay.jobs import ReplayJobs, make_jobs
 from magnum_lib.replay.metrics import ReplayResult
 from magnum_lib.replay.placement import PLACEMENTS
@@ -131,10 +131,7 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     progress : bool or None
         A tqdm bar over finished jobs; None = only for more than 20,000 jobs.
     """
-    if not isinstance(jobs, ReplayJobs):
-        raise ParameterError("jobs", f"must be ReplayJobs (see make_jobs), got {type(jobs).__name__}")
-    if not isinstance(cluster, ReplayCluster):
-        raise ParameterError("cluster", f"must be a ReplayCluster, got {type(cluster).__name__}")
+    check_replay_inputs(jobs, cluster)
     check_choice("placement", placement, PLACEMENTS)
     seed = check_int("seed", seed, 0, 2**63 - 1)
     if not (isinstance(restore_s, (int, float)) and 0 <= restore_s <= 1e6):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.replay.jobs import ReplayJobs
 
 __all__ = ["ReplayCluster"]
 
@@ -114,3 +115,11 @@ class ReplayCluster:
     def __repr__(self) -> str:
         kinds = ", ".join(f"{self.gpus_of_type(t)} {n}" for t, n in enumerate(self.type_names))
         return f"ReplayCluster({self.name!r}, {self.nodes} nodes, {kinds})"
+
+
+def check_replay_inputs(jobs, cluster) -> None:
+    """``jobs`` must be :class:`ReplayJobs` and ``cluster`` a :class:`ReplayCluster` (ParameterError)."""
+    if not isinstance(jobs, ReplayJobs):
+        raise ParameterError("jobs", f"must be ReplayJobs (see make_jobs), got {type(jobs).__name__}")
+    if not isinstance(cluster, ReplayCluster):
+        raise ParameterError("cluster", f"must be a ReplayCluster, got {type(cluster).__name__}")

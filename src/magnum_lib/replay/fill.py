@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int
-from magnum_lib.replay.cluster import ReplayCluster
+from magnum_lib.replay.cluster import ReplayCluster, check_replay_inputs
 from magnum_lib.replay import fill_ref as _fill_ref
 from magnum_lib.replay.fgd import node_grid, workload_classes
 from magnum_lib.replay.jobs import ReplayJobs
@@ -100,10 +100,7 @@ def fill(jobs: ReplayJobs, cluster: ReplayCluster, placement: str = "fgd", seed:
     ``classes``: typical pod classes for the fragmentation measure and FGD (the most
     common ``(num_gpus, gpu_milli)`` requests of ``jobs``).
     """
-    if not isinstance(jobs, ReplayJobs):
-        raise ParameterError("jobs", f"must be ReplayJobs, got {type(jobs).__name__}")
-    if not isinstance(cluster, ReplayCluster):
-        raise ParameterError("cluster", f"must be a ReplayCluster, got {type(cluster).__name__}")
+    check_replay_inputs(jobs, cluster)
     check_choice("placement", placement, FILL_PLACEMENTS)
     seed = check_int("seed", seed, 0, 2**63 - 1)
     classes = check_int("classes", classes, 1, 1000)
