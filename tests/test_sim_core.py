@@ -97,10 +97,19 @@ def _check_invariants(run, drained):
     live = A["cstate"] == 1
     assert np.array_equal(np.bincount(A["cnode"][live], minlength=len(dev)), A["run"])
     assert (A["qlen"] >= 0).all()
+    # The node's class queues hold qlen copies; a paused copy waits in one (at its node), and
+    # the device slots hold exactly the running copies.
+    n_rank = int(run.params[K.PARAMS.index("n_rank")])
+    assert np.array_equal(A["nq_len"].reshape(-1, n_rank).sum(axis=1), A["qlen"])
+    paused = A["cstate"] == K.CS_PAUSED
+    assert (np.bincount(A["cnode"][paused], minlength=len(dev)) <= A["qlen"]).all()
+    assert (A["cend"][paused] > 0).all()  # a paused copy still owes work
+    assert sorted(A["slot_copy"][A["slot_copy"] >= 0].tolist()) == np.flatnonzero(live).tolist()
     # Every request is done, dropped (with a reason) or in flight.
     status = A["status"]
     n = len(status)
     cnt = A["cnt"]
+    assert cnt[K.K_PAUSED] >= cnt[K.K_UNPAUSED] + paused.sum()  # paused: resumed, waiting, or withdrawn
     assert int(cnt[K.K_DONE]) == int((status == K.ST_DONE).sum())
     assert int(cnt[K.K_DROPPED]) == int((status == K.ST_DROP).sum())
     assert ((status >= 0) & (status <= 3)).all() and n == np.isin(status, [0, 1, 2, 3]).sum()
@@ -119,6 +128,7 @@ def _check_invariants(run, drained):
         assert int(((status == K.ST_DONE) | (status == K.ST_DROP)).sum()) == n
         assert (A["run"] == 0).all() and (A["qlen"] == 0).all() and (A["hold"] == 0).all()
         assert waiting == 0
+        assert not (A["cstate"] == K.CS_PAUSED).any() and (A["slot_copy"] == -1).all()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
