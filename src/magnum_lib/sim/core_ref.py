@@ -2,17 +2,38 @@
 
 One region: requests arrive, wait for the next regional round, are placed by one of
 ``n_sched`` schedulers from its view, sent as speculative leases (RTT/2), validated by
-the node (accept, preempt training, queue, or refuse), dispatched on a device at the
-next decision quantum, optionally hedged on another node, and finish. Everything the
+the node (accept, preempt training or - micro-preemption - pause a less urgent inference
+copy, queue, or refuse), dispatched on a device at the next decision quantum, optionally
+hedged on another node, and finish. Everything the
 core does is integer arithmetic on the arrays it is given, in the order of one event
 heap whose ties are broken by insertion order, so both backends agree exactly.
 
 The decisions are the layers' rules, called here (their compiled twins are inlined into
-``_core.pyx``): the lease verdict and victim order of ``regional.validator_ref``
-(``lease_expired``, ``lease_verdict``, ``cover_victims``), the two-choices pick
-(``better_of_two``), the decision quantum and start after a pause of ``node.dispatcher_ref``
-(``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref``;
+``_core.pyx``):
+
+* ``regional.validator_ref``: the lease verdict and victim order (``lease_expired``,
+  ``lease_verdict``, ``cover_victims``) and the two-choices pick (``better_of_two``);
+* ``node.dispatcher_ref``: the decision quantum and the start after a pause
+  (``next_boundary``, ``start_after``), the class a freed device serves from the node's
+  queues (``most_urgent``) and the running copy a more urgent lease pauses (``pause_victim``);
+* ``node.hedge_rule_ref``: when a copy is hedged (``hedge_delay_ns``, ``sends_copy``).
+
 tests/test_sim_layer_parity.py replays recorded runs through the layers' entry points.
+
+The node (as the dispatcher, ``node.dispatcher_ref``). Each node has one FIFO queue per
+dispatcher class (``cls_rank``: 0 = most urgent; the wiring's ``model.dispatch_classes``
+maps the classes' priorities, higher = more urgent, onto it); a freed device takes the head
+of the most urgent non-empty queue. With ``preempt`` micro, a lease that finds no free
+device pauses a running training kernel (its device is borrowed, as before) or, when none
+runs there, the dispatcher's victim among the running inference copies: the least urgent
+of a class below the lease's, the lowest device slot on a tie. It is paused at the next
+boundary (the new copy starts after ``micro_ns``), keeps its remaining work in ``cend``, and
+goes back to the head of its class queue (the node's ``node_queue`` cap is for new leases;
+paused work always waits); when a device takes it again it pays ``resume_ns`` first.
+Its finish event of the paused run is stale and ignored (a copy ends only at its current
+``cend``). A victim that ends by the boundary is not paused: the lease waits for its device.
+Hedges: a paused primary keeps its hedge (due or running) - a paused copy is the straggler
+hedging is for; whichever copy ends first wins, and a paused loser is withdrawn from its queue.
 
 The Python wiring (:mod:`magnum_lib.sim.model`) builds the inputs from the layers
 (cluster, hardware cost model, workload generators, gossip dissemination lags, Bloom
@@ -34,8 +55,13 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   ``hnoise`` (the hedge copy's); results ``status`` (0 waiting, 1 running, 2 done,
   3 dropped), ``start``, ``finish``, ``node``, ``attempts``, ``comp[r, 0:6]`` (round wait,
   scheduling work, RTT, validation, retries, dispatch wait; they sum to start - arr).
-* per copy ``c = 2r + h`` (h = 1 for a hedge): ``cstate`` (0 none, 1 running, 2 ended),
-  ``cnode``, ``cstart``, ``cborrow`` (runs on a device borrowed from training).
+* per copy ``c = 2r + h`` (h = 1 for a hedge): ``cstate`` (0 none, 1 running, 2 ended,
+  3 paused), ``cnode``, ``cstart`` (start of its current run), ``cend`` (its end while
+  running; while paused, the work it still needs), ``cborrow`` (runs on a device borrowed
+  from training), ``cslot`` (its device slot), ``cq_next`` (next copy in its node queue).
+* node queues: class ``k`` of node ``i`` is the list ``nq_head/nq_tail/nq_len[i * n_rank + k]``
+  (``qlen[i]`` is their total); device slots ``slot_off[i] .. slot_off[i+1]`` hold the
+  running copy (``slot_copy``, -1 none) and its class (``slot_rank``, -1: nothing pausable).
 * pools: class ``c`` of scheduler ``s`` tries pools ``cpool_off[s*C+c] .. [s*C+c+1]`` in
   ``cpool`` order; pool ``p`` holds nodes ``pool_nodes[pool_off[p]:pool_off[p+1]]`` and
   (policy "hash") ring points ``ring_key``/``ring_node`` in ``[ring_off[p], ring_off[p+1])``.
@@ -44,7 +70,8 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   (0 running, 1 evicted and waiting); node ``i``'s shards are
   ``node_shard_off[i] .. node_shard_off[i+1]``.
 * ``service[c * T + t]``: base service ns of class c on type t (< 0: not eligible);
-  ``cls_prio``, ``cls_setup`` (graph load ns when not pre-reserved).
+  ``cls_prio`` (higher = more urgent), ``cls_rank`` (its dispatcher class, 0 = most urgent),
+  ``cls_setup`` (graph load ns when not pre-reserved).
 * ``skip[s * C + c]``: the last round in which scheduler s found no room for class c (the
   rest of that class waits for the next round without being placed again);
 * ``type_nodes[type_off[c * T + t]:type_off[c * T + t + 1]]``: the nodes of type t that can
