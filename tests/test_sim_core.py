@@ -58,6 +58,37 @@ def test_backends_agree_on_every_mechanism(knobs):
         assert np.array_equal(a.A[name], b.A[name]), name
 
 
+@needs_compiled
+@pytest.mark.parametrize("knobs", [dict(hedge_factor=1.1, node_queue=2), dict(quantum_s=2e-3, micro_resume_s=1e-4)])
+def test_backends_agree_on_paused_inference(knobs):
+    """Micro-preemption of inference copies (the dispatcher's pause rule): pauses, resumes after
+    the resume cost, paused hedge losers withdrawn from their queue, long quanta: same arrays."""
+    cfg = make_config("magnum_v2", duration_s=0.3, load=1.3, seed=5, **knobs)
+    a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
+    cnt, paused_now = a.A["cnt"], int((a.A["cstate"] == K.CS_PAUSED).sum())
+    assert cnt[K.K_PAUSED] > 100 and cnt[K.K_UNPAUSED] > 100
+    if knobs.get("hedge_factor"):  # a pause ends in a resume, a withdrawal, or is still waiting
+        assert cnt[K.K_PAUSED] - cnt[K.K_UNPAUSED] - paused_now > 0
+    for name in a.A:
+        assert np.array_equal(a.A[name], b.A[name]), name
+
+
+@pytest.mark.parametrize("backend", ["python", "compiled"] if HAVE_COMPILED else ["python"])
+def test_paused_work_is_neither_lost_nor_done_twice(backend):
+    """Work in = work done: drained, without hedges, the device time of every run (pauses cut
+    runs in pieces) adds up to exactly the service time of every request, paused ones included."""
+    cfg = make_config("magnum_v2", duration_s=0.1, load=1.3, seed=7, hedge_factor=0.0)
+    run = build_region(cfg, backend=backend)
+    run_region(run)
+    run.core.advance(int(60e9))
+    A = run.A
+    assert A["cnt"][K.K_PAUSED] > 20 and (A["status"] == K.ST_DONE).all()
+    T = int(run.params[K.PARAMS.index("n_types")])
+    base = A["service"][A["cls"].astype(np.int64) * T + A["node_type"][A["cnode"][0::2]]]
+    dur = (base * A["noise"].astype(np.float64)).astype(np.int64) + A["cls_setup"][A["cls"]] + 1
+    assert int(A["busy_type"].sum()) == int(dur.sum())
+
+
 def test_planner_hints_steer_placements():
     """With policy "hints" (magnum_v2) the planner's chosen nodes (replanned every 10 ms, sized
     to each class's demand) get far more than their share of the placements; the hints are
