@@ -109,7 +109,7 @@ KERNEL_TESTS := tests/test_engine_heap.py tests/test_engine_queue.py tests/test_
 	tests/test_planner_scipy_suite.py tests/test_sim_core.py tests/test_sim_reductions.py \
 	tests/test_replay_parity.py tests/test_replay_core.py tests/test_sim_layer_parity.py \
 	tests/test_replay_fill.py tests/test_sim_results.py tests/test_graph_pack_reserve_agree.py \
-	tests/test_replay_gavel_fast.py
+	tests/test_replay_gavel_fast.py tests/test_node_dispatch_rules.py
 
 test-debug: $(STAMP)
 	@MAGNUM_CYTHON_DEBUG=1 $(MAKE) --no-print-directory build

@@ -58,6 +58,37 @@ def test_backends_agree_on_every_mechanism(knobs):
         assert np.array_equal(a.A[name], b.A[name]), name
 
 
+@needs_compiled
+@pytest.mark.parametrize("knobs", [dict(hedge_factor=1.1, node_queue=2), dict(quantum_s=2e-3, micro_resume_s=1e-4)])
+def test_backends_agree_on_paused_inference(knobs):
+    """Micro-preemption of inference copies (the dispatcher's pause rule): pauses, resumes after
+    the resume cost, paused hedge losers withdrawn from their queue, long quanta: same arrays."""
+    cfg = make_config("magnum_v2", duration_s=0.3, load=1.3, seed=5, **knobs)
+    a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
+    cnt, paused_now = a.A["cnt"], int((a.A["cstate"] == K.CS_PAUSED).sum())
+    assert cnt[K.K_PAUSED] > 100 and cnt[K.K_UNPAUSED] > 100
+    if knobs.get("hedge_factor"):  # a pause ends in a resume, a withdrawal, or is still waiting
+        assert cnt[K.K_PAUSED] - cnt[K.K_UNPAUSED] - paused_now > 0
+    for name in a.A:
+        assert np.array_equal(a.A[name], b.A[name]), name
+
+
+@pytest.mark.parametrize("backend", ["python", "compiled"] if HAVE_COMPILED else ["python"])
+def test_paused_work_is_neither_lost_nor_done_twice(backend):
+    """Work in = work done: drained, without hedges, the device time of every run (pauses cut
+    runs in pieces) adds up to exactly the service time of every request, paused ones included."""
+    cfg = make_config("magnum_v2", duration_s=0.1, load=1.3, seed=7, hedge_factor=0.0)
+    run = build_region(cfg, backend=backend)
+    run_region(run)
+    run.core.advance(int(60e9))
+    A = run.A
+    assert A["cnt"][K.K_PAUSED] > 20 and (A["status"] == K.ST_DONE).all()
+    T = int(run.params[K.PARAMS.index("n_types")])
+    base = A["service"][A["cls"].astype(np.int64) * T + A["node_type"][A["cnode"][0::2]]]
+    dur = (base * A["noise"].astype(np.float64)).astype(np.int64) + A["cls_setup"][A["cls"]] + 1
+    assert int(A["busy_type"].sum()) == int(dur.sum())
+
+
 def test_planner_hints_steer_placements():
     """With policy "hints" (magnum_v2) the planner's chosen nodes (replanned every 10 ms, sized
     to each class's demand) get far more than their share of the placements; the hints are
@@ -97,10 +128,19 @@ def _check_invariants(run, drained):
     live = A["cstate"] == 1
     assert np.array_equal(np.bincount(A["cnode"][live], minlength=len(dev)), A["run"])
     assert (A["qlen"] >= 0).all()
+    # The node's class queues hold qlen copies; a paused copy waits in one (at its node), and
+    # the device slots hold exactly the running copies.
+    n_rank = int(run.params[K.PARAMS.index("n_rank")])
+    assert np.array_equal(A["nq_len"].reshape(-1, n_rank).sum(axis=1), A["qlen"])
+    paused = A["cstate"] == K.CS_PAUSED
+    assert (np.bincount(A["cnode"][paused], minlength=len(dev)) <= A["qlen"]).all()
+    assert (A["cend"][paused] > 0).all()  # a paused copy still owes work
+    assert sorted(A["slot_copy"][A["slot_copy"] >= 0].tolist()) == np.flatnonzero(live).tolist()
     # Every request is done, dropped (with a reason) or in flight.
     status = A["status"]
     n = len(status)
     cnt = A["cnt"]
+    assert cnt[K.K_PAUSED] >= cnt[K.K_UNPAUSED] + paused.sum()  # paused: resumed, waiting, or withdrawn
     assert int(cnt[K.K_DONE]) == int((status == K.ST_DONE).sum())
     assert int(cnt[K.K_DROPPED]) == int((status == K.ST_DROP).sum())
     assert ((status >= 0) & (status <= 3)).all() and n == np.isin(status, [0, 1, 2, 3]).sum()
@@ -119,6 +159,7 @@ def _check_invariants(run, drained):
         assert int(((status == K.ST_DONE) | (status == K.ST_DROP)).sum()) == n
         assert (A["run"] == 0).all() and (A["qlen"] == 0).all() and (A["hold"] == 0).all()
         assert waiting == 0
+        assert not (A["cstate"] == K.CS_PAUSED).any() and (A["slot_copy"] == -1).all()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

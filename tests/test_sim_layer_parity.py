@@ -3,10 +3,12 @@
 The whole-system core calls the layers' rules (regional/_lease_rule.pxd, node/_dispatcher.pxd,
 node/_hedge_rule.pxd and their Python twins). Here a seeded run of the reference core records
 every lease it validates (the node's state just before, the outcome, the evicted shard), every
-start and every hedge it schedules; the records are then replayed through the layers' public
-batch entry points - ``validate_batch`` (one recorded lease per virtual node), the node
-dispatcher's ``run_dispatch`` and ``hedging.hedge_plan`` - on the Python and the compiled
-backends, which must decide exactly what the simulator decided. The compiled core's counters
+start and every hedge it schedules, every class a node's freed device served from its queues
+and every running copy it paused for a more urgent one; the records are then replayed through
+the layers' public batch entry points - ``validate_batch`` (one recorded lease per virtual
+node), the node dispatcher's ``run_dispatch`` and its rules ``serve_class`` / ``pause_choice``,
+and ``hedging.hedge_plan`` - on the Python and the compiled backends, which must decide
+exactly what the simulator decided. The compiled core's counters
 must equal the recorded run's (its arrays equal the reference's: tests/test_sim_core.py).
 """
 import numpy as np
@@ -34,7 +36,9 @@ IDS = ["python", "compiled"][:len(VALIDATORS)]
 UNPREEMPTIBLE = 1 << 40  # inference and checkpointing devices: above every class priority
 CASES = {  # seeded configurations that exercise every outcome of the lease rule
     "checkpoint": dict(preset="magnum_v1", load=1.3, node_queue=2, quantum_s=1e-4, hedge_factor=1.5),
-    "micro": dict(preset="magnum_v2", load=1.3),
+    "micro": dict(preset="magnum_v2", load=1.3, duration_s=0.2),
+    "micro_queue": dict(preset="magnum_v2", load=1.3, node_queue=2, duration_s=0.2),
+    "queue": dict(preset="magnum_v1", load=1.5, node_queue=4, quantum_s=1e-4, duration_s=0.3),
     "kill": dict(preset="magnum_v1", preempt="kill", load=1.3, schedulers=8),
 }
 
@@ -46,11 +50,15 @@ class Recorder(K.Core):
         A = self.A
         i = int(A["node"][r])
         lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
+        off, dev = int(A["slot_off"][i]), int(A["node_dev"][i])
+        running = A["slot_copy"][off:off + dev]
+        self.waiting = int(A["cls_rank"][A["cls"][r]])  # the lease's dispatcher class (for _pause)
         rec = dict(r=r, i=i, ta=ta, tv=ta + self.c_val_ns, expiry=int(A["expiry"][r]),
                    prio=int(A["cls_prio"][A["cls"][r]]), dev=int(A["node_dev"][i]), run=int(A["run"][i]),
                    train=int(A["train"][i]), hold=int(A["hold"][i]), ckpt=int(A["node_ckpt_ns"][i]),
                    lo=lo, state=A["shard_state"][lo:hi].copy(), sdev=A["shard_dev"][lo:hi].copy(),
                    sstart=A["shard_start"][lo:hi].copy(),
+                   run_prio=A["cls_prio"][A["cls"][running[running >= 0] >> 1]].tolist(),
                    cnt=A["cnt"].copy())
         super()._lease_decide(r, ta)
         rec.update(delta=A["cnt"] - rec["cnt"], state_after=A["shard_state"][lo:hi].copy(),
@@ -69,13 +77,37 @@ class Recorder(K.Core):
             self.pairs.append(self.picks[0] + self.picks[1] + (i,))
         return i
 
-    def _start_copy(self, c, i, t, borrowed):
+    def _q_pop(self, i):
+        A = self.A
+        lo = i * self.n_rank
+        qlen = A["nq_len"][lo:lo + self.n_rank].copy()
+        waiting = []  # (ready time, class) of each queued copy: what a single FIFO would serve first
+        for k in range(self.n_rank):
+            c, n = int(A["nq_head"][lo + k]), int(qlen[k])
+            for _ in range(n):
+                waiting.append((int(A["ready"][c >> 1]), k, int(A["cstate"][c]) == K.CS_PAUSED))
+                c = int(A["cq_next"][c])
+        c = super()._q_pop(i)
+        self.pops.append(dict(qlen=qlen, chosen=int(A["cls_rank"][A["cls"][c >> 1]]), waiting=waiting,
+                              ready=int(A["ready"][c >> 1]), paused=int(A["cstate"][c]) == K.CS_PAUSED))
+        return c
+
+    def _pause(self, c, tb):
+        A = self.A
+        i = int(A["cnode"][c])
+        off, dev = int(A["slot_off"][i]), int(A["node_dev"][i])
+        rank = A["slot_rank"][off:off + dev].copy()
+        slot, borrowed = super()._pause(c, tb)
+        self.pauses.append(dict(rank=rank, waiting=self.waiting, slot=slot))
+        return slot, borrowed
+
+    def _start_copy(self, c, i, t, borrowed, slot=-1):
         self.pushed = {}
         if c & 1:  # a hedge copy: (its node, the primary's node, free devices there before it)
             A = self.A
             self.copies.append((i, int(A["cnode"][c - 1]),
                                 int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])))
-        super()._start_copy(c, i, t, borrowed)
+        super()._start_copy(c, i, t, borrowed, slot)
         if c & 1 == 0:  # (duration, expected time, hedge delay or -1) of each primary
             A = self.A
             base = int(A["service"][int(A["cls"][c >> 1]) * self.n_types + int(A["node_type"][i])])
@@ -93,10 +125,11 @@ AT_EXPIRY = dict(preset="magnum_v1", lease_timeout_s=50e-6, rtt_s=100e-6, max_at
 
 def _recorded(case):
     knobs = dict(CASES.get(case, AT_EXPIRY))
-    cfg = make_config(knobs.pop("preset"), duration_s=0.05, seed=3, **knobs)
+    cfg = make_config(knobs.pop("preset"), **{"duration_s": 0.05, "seed": 3, **knobs})
     run = build_region(cfg, backend="python")
     run.core.__class__ = Recorder
-    run.core.leases, run.core.starts, run.core.pairs, run.core.copies = [], [], [], []
+    run.core.leases, run.core.starts, run.core.pairs, run.core.pops, run.core.pauses, run.core.copies = \
+        [], [], [], [], [], []
     run_region(run)
     return cfg, run
 
@@ -129,7 +162,8 @@ def _as_validator_rows(recs, micro, train_prio):
     leases = np.zeros((n, 8), np.int64)
     for v, rec in enumerate(recs):
         held = []  # (job, priority, devices)
-        held += [(1_000_000 + k, UNPREEMPTIBLE, 1) for k in range(rec["run"])]
+        # running inference: a victim class only under micro-preemption (the dispatcher's pause rule)
+        held += [(1_000_000 + k, p if micro else UNPREEMPTIBLE, 1) for k, p in enumerate(rec["run_prio"])]
         if rec["hold"]:
             held.append((2_000_000, UNPREEMPTIBLE, rec["hold"]))
         if micro:  # a micro-preemption borrows one training device: training is one victim slot
@@ -162,7 +196,8 @@ def test_validator_decides_what_the_sim_decided(recorded, kernel):
     pre_victims, lost = {}, {}
     for now in sorted({r["ta"] for r in recs}):  # one batch per validation instant
         idx = [k for k, r in enumerate(recs) if r["ta"] == now]
-        leases, nodes, slots, Ks = _as_validator_rows([recs[k] for k in idx], case == "micro", run.core.train_prio)
+        leases, nodes, slots, Ks = _as_validator_rows([recs[k] for k in idx], case.startswith("micro"),
+                                                      run.core.train_prio)
         out = np.zeros((len(idx), 2), np.int64)
         pre = np.zeros((len(slots) + len(idx), 5), np.int64)
         n_pre = kernel.validate_batch(leases, nodes, np.ones(1, np.uint8), 1, slots, Ks, int(now),
@@ -173,7 +208,7 @@ def test_validator_decides_what_the_sim_decided(recorded, kernel):
             lost.setdefault(idx[v], 0)
             lost[idx[v]] += int(count) * V.lost_work_ns(int(now) + run.core.c_val_ns, int(start), run.core.ckpt_interval_ns)
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:5]
-    if case != "micro":  # the validator's victim is the shard the simulator evicted, losing what it says
+    if not case.startswith("micro"):  # the validator's victim is the shard the simulator evicted, losing what it says
         for k, rec in enumerate(recs):
             evicted = [rec["lo"] + j for j in np.flatnonzero(rec["state_after"] != rec["state"])]
             assert pre_victims.get(k, []) == evicted, k
@@ -262,6 +297,64 @@ def test_compiled_core_makes_the_recorded_decisions(case):
     comp = run_region(build_region(cfg, backend="compiled"))
     assert np.array_equal(comp.A["cnt"], rec.A["cnt"])
     assert np.array_equal(comp.A["start"], rec.A["start"])
+
+
+@pytest.mark.parametrize("kernel", DISPATCHERS, ids=IDS)
+def test_node_queues_serve_the_class_the_dispatcher_serves(recorded, kernel):
+    """Each time a node's freed device took work from its queues, the class it served is the
+    dispatcher's (most urgent non-empty class): by its rule and by its loop."""
+    case, cfg, run = recorded
+    pops = run.core.pops
+    if case == "kill":
+        assert not pops  # no node queue, no micro-preemption: nothing ever waits at a node
+        return
+    assert len(pops) >= 10, (case, len(pops))
+    for p in pops:
+        assert kernel.serve_class(p["qlen"]) == p["chosen"]
+    contested = [p for p in pops if (p["qlen"] > 0).sum() > 1]
+    assert contested or case == "checkpoint", case  # some pops chose between classes
+    for p in (contested + pops)[:300]:  # the loop: one device busy until 10, the queued classes waiting
+        ks = np.flatnonzero(p["qlen"] > 0)
+        res = kernel.run_dispatch(np.array([0] + [1] * len(ks)), np.array([10] + [1] * len(ks)),
+                                  np.concatenate([[0], ks]), 1, 1, 0, 0, False, len(p["qlen"]))
+        assert ks[res["start_ns"][1:].tolist().index(10)] == p["chosen"]
+
+
+@pytest.mark.parametrize("kernel", DISPATCHERS, ids=IDS)
+def test_paused_copies_are_the_dispatchers_victims(recorded, kernel):
+    """Each inference copy the simulator paused is the one the dispatcher pauses for the
+    lease's class: the least urgent running class below it, the lowest device on a tie."""
+    case, cfg, run = recorded
+    pauses = run.core.pauses
+    if not case.startswith("micro"):
+        assert not pauses and not run.A["cnt"][K.K_PAUSED]
+        return
+    assert len(pauses) > 20 and run.A["cnt"][K.K_PAUSED] == len(pauses)
+    for p in pauses:
+        assert kernel.pause_choice(p["rank"], p["waiting"]) == p["slot"]
+    ties = [p for p in pauses if (p["rank"] == p["rank"][p["slot"]]).sum() > 1]
+    assert ties  # the lowest-index rule decided some
+    n_cls = run.core.n_rank
+    for p in (ties + pauses)[:300]:  # the loop: device d runs slot d's class (non-inference: class 0)
+        dev = len(p["rank"])
+        cls = np.concatenate([np.maximum(p["rank"], 0), [p["waiting"]]])
+        res = kernel.run_dispatch(np.arange(dev + 1), np.full(dev + 1, 10**9), cls, dev, 1, 0, 0, True,
+                                  n_cls, horizon_ns=dev)
+        assert res["pauses"].tolist() == [int(d == p["slot"]) for d in range(dev)] + [0]
+
+
+def test_an_urgent_request_overtakes_a_less_urgent_one_queued_before_it():
+    """The node queues are per class: a queued request of a more urgent class starts before a
+    less urgent one that was queued earlier at the same node (a single FIFO never does that)."""
+    for case in ("queue",):
+        cfg, run = _recorded(case)
+        overtakes = [p for p in run.core.pops if not p["paused"]
+                     and any(ready < p["ready"] and k > p["chosen"] and not paused for ready, k, paused in p["waiting"])]
+        assert overtakes, case
+        # ... and never the other way round: within a class, the earliest queued goes first
+        for p in run.core.pops:
+            assert not any(k == p["chosen"] and ready < p["ready"] and not paused and not p["paused"]
+                           for ready, k, paused in p["waiting"])
 
 
 def test_hedge_plan_checks_its_arguments():

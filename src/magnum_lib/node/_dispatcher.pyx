@@ -5,21 +5,15 @@ Same arguments, same results (bit for bit) as
 The per-class FIFO queues are rings in one flat array: class ``k`` owns
 ``qbuf[k*n : (k+1)*n]`` (an item sits in at most one queue, so ``n`` slots suffice),
 with its head at ``qhead[k]`` and length ``qlen[k]``; a paused item goes back in front.
+The class served and the item paused are the rules ``most_urgent`` and ``pause_victim`` of
+``_dispatcher.pxd`` (``run_cls[d]``: the class device ``d`` runs, -1 when free).
 """
 import numpy as np
 
 from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
-from magnum_lib.node.dispatcher_ref import NO_HORIZON, check_kernel_inputs
-
-
-cdef inline intp_t _most_urgent(const int64_t[::1] qlen, intp_t n_classes) noexcept nogil:
-    cdef intp_t k
-    for k in range(n_classes):
-        if qlen[k] > 0:
-            return k
-    return -1
+from magnum_lib.node.dispatcher_ref import NO_HORIZON, _rule_args, check_kernel_inputs
 
 
 cdef inline int64_t _pop_front(int64_t[::1] qbuf, int64_t[::1] qhead, int64_t[::1] qlen,
@@ -54,10 +48,11 @@ cdef inline int64_t _done_by(int64_t rem, time_ns run_from, time_ns t) noexcept 
     return rem if done > rem else done
 
 
-cdef inline void _give(intp_t d, int64_t i, time_ns t, time_ns quantum, time_ns overhead, time_ns resume_ns,
-                       int64_t[::1] pauses, int64_t[::1] start, int64_t[::1] item,
-                       int64_t[::1] given, int64_t[::1] run_from, Counters* c) noexcept nogil:
-    # Device d takes item i at boundary t; its useful work begins after `overhead`.
+cdef inline void _give(intp_t d, int64_t i, intp_t k, time_ns t, time_ns quantum, time_ns overhead,
+                       time_ns resume_ns, int64_t[::1] pauses, int64_t[::1] start, int64_t[::1] item,
+                       int64_t[::1] run_cls, int64_t[::1] given, int64_t[::1] run_from, Counters* c) noexcept nogil:
+    # Device d takes item i of class k at boundary t; its useful work begins after `overhead`.
+    run_cls[d] = k
     if pauses[i] > 0:  # restarting a paused item costs a resume
         overhead += resume_ns
         c.resume_overhead_ns += resume_ns
@@ -76,7 +71,7 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
                         int64_t[::1] remaining, int64_t[::1] start, int64_t[::1] finish,
                         int64_t[::1] pauses, int64_t[::1] busy,
                         int64_t[::1] qbuf, int64_t[::1] qhead, int64_t[::1] qlen,
-                        int64_t[::1] item, int64_t[::1] given, int64_t[::1] run_from,
+                        int64_t[::1] item, int64_t[::1] run_cls, int64_t[::1] given, int64_t[::1] run_from,
                         Counters* c) noexcept nogil:
     cdef intp_t n = arrival.shape[0], cap = n, d, k, victim, nxt = 0
     cdef int64_t i, done, owed, in_progress, j
@@ -92,6 +87,7 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
                 c.work_done_ns += remaining[i]
                 remaining[i] = 0
                 item[d] = -1
+                run_cls[d] = -1
                 c.events += 1
         while nxt < n and arrival[nxt] <= t:  # 2. admit
             _push(qbuf, qhead, qlen, prio[nxt], cap, nxt, False)
@@ -100,21 +96,17 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
             nxt += 1
         for d in range(devices):  # 3. assign free devices
             if item[d] < 0:
-                k = _most_urgent(qlen, n_classes)
+                k = most_urgent(&qlen[0], n_classes)
                 if k < 0:
                     break
-                _give(d, _pop_front(qbuf, qhead, qlen, k, cap), t, quantum, 0, resume_ns,
-                      pauses, start, item, given, run_from, c)
+                _give(d, _pop_front(qbuf, qhead, qlen, k, cap), k, t, quantum, 0, resume_ns,
+                      pauses, start, item, run_cls, given, run_from, c)
                 decided = True
         while preempt:  # 4. micro-preemption
-            k = _most_urgent(qlen, n_classes)
+            k = most_urgent(&qlen[0], n_classes)
             if k < 0:
                 break
-            victim = -1  # least urgent running item of a class after k; lowest index on tie
-            for d in range(devices):
-                if item[d] >= 0 and prio[item[d]] > k and (
-                        victim < 0 or prio[item[d]] > prio[item[victim]]):
-                    victim = d
+            victim = pause_victim(&run_cls[0], devices, k)  # least urgent below k, lowest index
             if victim < 0:
                 break
             i = item[victim]
@@ -127,8 +119,8 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
             c.preemptions += 1
             c.pause_overhead_ns += pause_ns
             c.events += 1
-            _give(victim, _pop_front(qbuf, qhead, qlen, k, cap), t, quantum, pause_ns, resume_ns,
-                  pauses, start, item, given, run_from, c)
+            _give(victim, _pop_front(qbuf, qhead, qlen, k, cap), k, t, quantum, pause_ns, resume_ns,
+                  pauses, start, item, run_cls, given, run_from, c)
             decided = True
         if audit:  # work in = work done (credited + in progress) + work owed, recounted
             owed = 0
@@ -190,6 +182,7 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
     qbuf = np.zeros(max(n, 1) * nc, np.int64)
     qhead, qlen = np.zeros(nc, np.int64), np.zeros(nc, np.int64)
     item, given, run_from = np.full(g, -1, np.int64), np.zeros(g, np.int64), np.zeros(g, np.int64)
+    run_cls = np.full(g, -1, np.int64)
     cdef Counters c
     c.work_in_ns = c.work_done_ns = c.preemptions = c.pause_overhead_ns = 0
     c.resume_overhead_ns = c.visited = c.decisions = c.events = c.audited = c.violations = 0
@@ -198,10 +191,26 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
     cdef bint pre = preempt, aud = audit
     cdef int64_t[::1] rem_v = remaining, start_v = start, fin_v = finish, pa_v = pauses
     cdef int64_t[::1] busy_v = busy, qb_v = qbuf, qh_v = qhead, ql_v = qlen
-    cdef int64_t[::1] it_v = item, gv_v = given, rf_v = run_from
+    cdef int64_t[::1] it_v = item, rc_v = run_cls, gv_v = given, rf_v = run_from
     with nogil:
         dispatch_loop(arrival, work, prio, g, q, p_ns, r_ns, pre, nc, last_tick, aud,
-                      rem_v, start_v, fin_v, pa_v, busy_v, qb_v, qh_v, ql_v, it_v, gv_v, rf_v, &c)
+                      rem_v, start_v, fin_v, pa_v, busy_v, qb_v, qh_v, ql_v, it_v, rc_v, gv_v, rf_v, &c)
     out = dict(c)  # the struct's fields, by name
     out.update(start_ns=start, finish_ns=finish, remaining_ns=remaining, pauses=pauses, busy_ns=busy)
     return out
+
+
+def serve_class(qlen) -> int:
+    """Compiled :func:`magnum_lib.node.dispatcher_ref.serve_class`: the ``.pxd`` rule ``most_urgent``."""
+    (q,) = _rule_args(qlen=qlen)
+    cdef const int64_t[::1] qv = q
+    return most_urgent(&qv[0], qv.shape[0])
+
+
+def pause_choice(rank, waiting) -> int:
+    """Compiled :func:`magnum_lib.node.dispatcher_ref.pause_choice`: the ``.pxd`` rule ``pause_victim``."""
+    rk, w = _rule_args(rank=rank, waiting=waiting)
+    if rk.shape[0] == 0:
+        return -1
+    cdef const int64_t[::1] rv = rk
+    return pause_victim(&rv[0], rv.shape[0], w)

@@ -62,6 +62,52 @@ def start_after(ready: int, overhead: int, quantum: int) -> int:
     return next_boundary(ready, quantum) + overhead
 
 
+def most_urgent(qlen, n_classes: int) -> int:
+    """The class a free device serves: the most urgent (lowest) ``k`` with ``qlen[k] > 0``; -1: none.
+
+    Step 3's rule (compiled twin in ``_dispatcher.pxd``; the simulator's node queues use both).
+    """
+    return next((k for k in range(n_classes) if qlen[k] > 0), -1)
+
+
+def pause_victim(rank, n: int, waiting: int) -> int:
+    """Step 4's victim for queued work of class ``waiting``: the index ``d < n`` of the least
+    urgent running item of a class after ``waiting`` (``rank[d]`` its class, < 0 when nothing
+    pausable runs there), the lowest index on a tie; -1 when none (compiled twin in ``_dispatcher.pxd``).
+    """
+    victim = -1
+    for d in range(n):
+        if rank[d] > waiting and (victim < 0 or rank[d] > rank[victim]):
+            victim = d
+    return victim
+
+
+def _rule_args(qlen=None, rank=None, waiting=0):
+    """Validate the public rule wrappers' arguments (both backends): int64 arrays, a class."""
+    out = []
+    if qlen is not None:
+        q = int_array("qlen", qlen, None)
+        if q.shape[0] < 1 or q.shape[0] > MAX_KERNEL_QUEUE_SLOTS or q.min() < 0:
+            raise ValueError("qlen must hold 1 or more queue lengths, each >= 0")
+        out.append(q)
+    if rank is not None:
+        out.append(int_array("rank", rank, None))
+        out.append(int_scalar("waiting", waiting, 0, MAX_KERNEL_QUEUE_SLOTS))
+    return out
+
+
+def serve_class(qlen) -> int:
+    """:func:`most_urgent` over a queue-length array (validated; the compiled twin calls the ``.pxd`` rule)."""
+    (q,) = _rule_args(qlen=qlen)
+    return most_urgent(q.tolist(), q.shape[0])
+
+
+def pause_choice(rank, waiting) -> int:
+    """:func:`pause_victim` over a per-device class array (validated; compiled twin likewise)."""
+    rk, w = _rule_args(rank=rank, waiting=waiting)
+    return pause_victim(rk.tolist(), rk.shape[0], w)
+
+
 def check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns,
                         preempt, n_classes, horizon_ns, audit) -> tuple:
     """Validate :func:`run_dispatch`'s arguments (both backends); return them normalized.
@@ -127,7 +173,9 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
     remaining = list(work)     # work still needed (for a running item: as of run_from)
     start, finish, pauses = [-1] * n, [-1] * n, [0] * n
     queues = [deque() for _ in range(n_classes)]
+    qlen = [0] * n_classes     # len(queues[k]): what the class rule reads
     item = [-1] * devices      # item each device runs (-1: free)
+    run_cls = [-1] * devices   # class of that item (-1: free): what the pause rule reads
     given = [0] * devices      # boundary at which it got the item
     run_from = [0] * devices   # when its useful work begins (after pause/resume costs)
     busy = [0] * devices       # device time used, overheads included
@@ -135,11 +183,15 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
                        "resume_overhead_ns", "visited", "decisions", "events",
                        "audited", "violations"), 0)
 
-    def most_urgent():
-        return next((k for k in range(n_classes) if queues[k]), -1)
+    def push(i, front):
+        (queues[prio[i]].appendleft if front else queues[prio[i]].append)(i)
+        qlen[prio[i]] += 1
 
     def give(d, t, overhead):
-        i = queues[most_urgent()].popleft()
+        k = most_urgent(qlen, n_classes)
+        i = queues[k].popleft()
+        qlen[k] -= 1
+        run_cls[d] = k
         if pauses[i]:  # restarting a paused item costs a resume
             overhead += resume_ns
             c["resume_overhead_ns"] += resume_ns
@@ -160,28 +212,27 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
                 finish[i] = run_from[d] + remaining[i]
                 busy[d] += finish[i] - given[d]
                 c["work_done_ns"] += remaining[i]
-                remaining[i], item[d] = 0, -1
+                remaining[i], item[d], run_cls[d] = 0, -1, -1
                 c["events"] += 1
         while nxt < n and arrival[nxt] <= t:  # 2. admit
-            queues[prio[nxt]].append(nxt)
+            push(nxt, False)
             c["work_in_ns"] += work[nxt]
             c["events"] += 1
             nxt += 1
         for d in range(devices):  # 3. assign free devices
-            if item[d] < 0 and most_urgent() >= 0:
+            if item[d] < 0 and most_urgent(qlen, n_classes) >= 0:
                 give(d, t, 0)
                 decided = True
-        while preempt and most_urgent() >= 0:  # 4. micro-preemption
-            running = [d for d in range(devices) if item[d] >= 0 and prio[item[d]] > most_urgent()]
-            if not running:
+        while preempt and most_urgent(qlen, n_classes) >= 0:  # 4. micro-preemption
+            victim = pause_victim(run_cls, devices, most_urgent(qlen, n_classes))
+            if victim < 0:
                 break
-            victim = max(running, key=lambda d: (prio[item[d]], -d))
             i, done = item[victim], done_by(victim, t)
             remaining[i] -= done
             c["work_done_ns"] += done
             busy[victim] += t - given[victim]
             pauses[i] += 1
-            queues[prio[i]].appendleft(i)
+            push(i, True)
             c["preemptions"] += 1
             c["pause_overhead_ns"] += pause_ns
             c["events"] += 1

@@ -4,9 +4,11 @@ A request arrives at its region, waits for the next regional round, is placed by
 scheduler from its view (gossip dissemination every ``gossip_interval`` with fan-out and
 loss, corrected by the Bloom digest every ``digest_interval``, false positives included),
 is sent as a speculative lease (RTT/2), is validated by the node (accept, preempt
-training - checkpointed or micro-preempted -, queue, or refuse and retry in a later
-round), starts on a device at the node's next decision quantum, may be hedged on another
-node when it runs past ``hedge_after``, and finishes. Time is int64 ns; runs are seeded
+training - checkpointed or micro-preempted -, pause a less urgent inference request
+(micro-preemption), queue, or refuse and retry in a later round), starts on a device at
+the node's next decision quantum (the node dispatcher's rules: one queue per priority
+class, the most urgent served first), may be hedged on another node when it runs past
+``hedge_after``, and finishes. Time is int64 ns; runs are seeded
 and give the same result on both backends (``MAGNUM_PUREPYTHON=1`` too).
 
 >>> from magnum_lib.sim import simulate

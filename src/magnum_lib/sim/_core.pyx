@@ -9,7 +9,7 @@ import numpy as np
 
 from magnum_lib._typedefs cimport time_ns, intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
-from magnum_lib.node._dispatcher cimport next_boundary, start_after
+from magnum_lib.node._dispatcher cimport most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node._hedge_rule cimport HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional._place_rule cimport better_of_two, ring_first
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
@@ -85,6 +85,8 @@ cdef enum:
     K_VIEW_SAMPLES
     K_GOSSIP
     K_DONE
+    K_PAUSED
+    K_UNPAUSED
 
 cdef enum:
     TR_ARRIVE = 0
@@ -98,6 +100,14 @@ cdef enum:
     TR_HEDGE
     TR_FINISH
     TR_DROP
+    TR_PAUSE
+    TR_RESUME
+
+cdef enum:
+    CS_NONE = 0
+    CS_RUN = 1
+    CS_ENDED = 2
+    CS_PAUSED = 3
 
 cdef int TRACE_ROWS = _ref.TRACE_ROWS
 
@@ -206,6 +216,7 @@ cdef class Core:
     cdef int64_t c_dec_ns, c_node_ns, c_val_ns, quantum_ns, policy, view_mode, preempt
     cdef int64_t micro_ns, hedge_milli, node_queue, lease_ns, max_attempts, gossip_ns, ring_m
     cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, scan_limit, piggyback, seed, part_start_ns, part_end_ns
+    cdef int64_t n_rank, resume_ns
     cdef uint64_t rng
     cdef Heap heap
     cdef Lane* lanes          # n_sched lease lanes, then the refusal lane
@@ -222,15 +233,15 @@ cdef class Core:
     cdef int64_t[::1] node_dev, node_type, node_ckpt_ns, run, qlen, train, hold, inflight
     cdef int64_t[::1] view_busy, view_train, view_time, view_ver, snap_busy, snap_train, lag, part, own, own_tick
     # per request / per copy: as narrow as their ranges allow (model.build_region checks them)
-    cdef int64_t[::1] q_head, q_tail, arr, start, finish, ready, expiry, cstart
-    cdef int8_t[::1] cls, status, cstate, cborrow
-    cdef int32_t[::1] node, attempts, q_next, cnode
+    cdef int64_t[::1] nq_head, nq_tail, nq_len, slot_off, slot_rank, arr, start, finish, ready, expiry, cstart, cend
+    cdef int8_t[::1] cls, status, cstate, cborrow, cslot
+    cdef int32_t[::1] node, attempts, cq_next, cnode, slot_copy
     cdef float[::1] noise, hnoise
     cdef int64_t[:, ::1] comp, trace
     cdef int64_t[::1] pool_nodes, pool_off, cpool, cpool_off
     cdef int64_t[::1] ring_key, ring_node, ring_off, hint_off, hint_nodes
     cdef int64_t[::1] shard_node, shard_dev, shard_start, shard_state, node_shard_off
-    cdef int64_t[::1] service, cls_prio, cls_setup, type_nodes, type_off, cnt, busy_type, skip
+    cdef int64_t[::1] service, cls_prio, cls_rank, cls_setup, type_nodes, type_off, cnt, busy_type, skip
 
     def __cinit__(self):
         self.heap.data = NULL
@@ -264,14 +275,16 @@ cdef class Core:
          self.c_round_ns, self.c_dec_ns, self.c_node_ns, self.c_val_ns, self.quantum_ns, self.policy,
          self.view_mode, self.preempt, self.micro_ns, self.hedge_milli, self.node_queue, self.lease_ns,
          self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
-         self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns) = vals
+         self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns,
+         self.n_rank, self.resume_ns) = vals
         for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight",
                      "view_busy", "view_train", "view_time", "view_ver", "snap_busy", "snap_train", "lag", "part", "own",
-                     "own_tick", "q_head", "q_tail", "arr", "cls", "status", "start", "finish", "node",
-                     "attempts", "ready", "expiry", "q_next", "cstate", "cnode", "cstart", "cborrow",
+                     "own_tick", "nq_head", "nq_tail", "nq_len", "slot_off", "slot_copy", "slot_rank", "arr", "cls",
+                     "status", "start", "finish", "node", "attempts", "ready", "expiry", "cq_next", "cstate", "cnode",
+                     "cstart", "cend", "cslot", "cborrow",
                      "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key", "ring_node", "ring_off",
                      "hint_off", "hint_nodes", "shard_node", "shard_dev", "shard_start", "shard_state",
-                     "node_shard_off", "service", "cls_prio", "cls_setup", "type_nodes", "type_off", "cnt",
+                     "node_shard_off", "service", "cls_prio", "cls_rank", "cls_setup", "type_nodes", "type_off", "cnt",
                      "busy_type", "noise", "hnoise", "comp", "trace", "skip"):
             a = A[name]
             if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
@@ -281,17 +294,19 @@ cdef class Core:
         self.inflight = A["inflight"]; self.view_busy = A["view_busy"]; self.view_train = A["view_train"]
         self.view_time = A["view_time"]; self.view_ver = A["view_ver"]; self.snap_busy = A["snap_busy"]; self.snap_train = A["snap_train"]
         self.lag = A["lag"]; self.part = A["part"]; self.own = A["own"]; self.own_tick = A["own_tick"]
-        self.q_head = A["q_head"]; self.q_tail = A["q_tail"]; self.arr = A["arr"]; self.cls = A["cls"]
+        self.nq_head = A["nq_head"]; self.nq_tail = A["nq_tail"]; self.nq_len = A["nq_len"]
+        self.slot_off = A["slot_off"]; self.slot_copy = A["slot_copy"]; self.slot_rank = A["slot_rank"]
+        self.arr = A["arr"]; self.cls = A["cls"]
         self.status = A["status"]; self.start = A["start"]; self.finish = A["finish"]; self.node = A["node"]
         self.attempts = A["attempts"]; self.ready = A["ready"]; self.expiry = A["expiry"]
-        self.q_next = A["q_next"]; self.noise = A["noise"]; self.hnoise = A["hnoise"]; self.comp = A["comp"]
+        self.cq_next = A["cq_next"]; self.cend = A["cend"]; self.cslot = A["cslot"]; self.noise = A["noise"]; self.hnoise = A["hnoise"]; self.comp = A["comp"]
         self.trace = A["trace"]; self.cstate = A["cstate"]; self.cnode = A["cnode"]; self.cstart = A["cstart"]
         self.cborrow = A["cborrow"]; self.pool_nodes = A["pool_nodes"]; self.pool_off = A["pool_off"]
         self.cpool = A["cpool"]; self.cpool_off = A["cpool_off"]; self.ring_key = A["ring_key"]
         self.ring_node = A["ring_node"]; self.ring_off = A["ring_off"]; self.hint_off = A["hint_off"]
         self.hint_nodes = A["hint_nodes"]; self.shard_node = A["shard_node"]; self.shard_dev = A["shard_dev"]
         self.shard_start = A["shard_start"]; self.shard_state = A["shard_state"]
-        self.node_shard_off = A["node_shard_off"]; self.service = A["service"]; self.cls_prio = A["cls_prio"]
+        self.node_shard_off = A["node_shard_off"]; self.service = A["service"]; self.cls_prio = A["cls_prio"]; self.cls_rank = A["cls_rank"]
         self.cls_setup = A["cls_setup"]; self.type_nodes = A["type_nodes"]; self.type_off = A["type_off"]
         self.cnt = A["cnt"]; self.busy_type = A["busy_type"]; self.skip = A["skip"]
         self.rng = <uint64_t> self.seed * <uint64_t> 0x9E3779B97F4A7C15 + 1
@@ -669,18 +684,115 @@ cdef class Core:
         self._pend_push(r)
         self._schedule_round(t_back)
 
-    cdef void _start_copy(self, int64_t c, int64_t i, int64_t t, int64_t borrowed) noexcept nogil:
+    # -- the node's class queues and devices (the dispatcher's rules, node/_dispatcher.pxd) --
+    cdef void _q_push(self, int64_t i, int64_t c, bint front) noexcept nogil:
+        cdef int64_t k = i * self.n_rank + self.cls_rank[self.cls[c >> 1]]
+        if self.nq_len[k] == 0:
+            self.nq_head[k] = c
+            self.nq_tail[k] = c
+            self.cq_next[c] = -1
+        elif front:
+            self.cq_next[c] = <int32_t> self.nq_head[k]
+            self.nq_head[k] = c
+        else:
+            self.cq_next[self.nq_tail[k]] = <int32_t> c
+            self.cq_next[c] = -1
+            self.nq_tail[k] = c
+        self.nq_len[k] += 1
+        self.qlen[i] += 1
+
+    cdef int64_t _q_pop(self, int64_t i) noexcept nogil:
+        cdef int64_t lo = i * self.n_rank, k, c
+        k = lo + most_urgent(&self.nq_len[lo], self.n_rank)  # the node layer's rule
+        c = self.nq_head[k]
+        self.nq_head[k] = self.cq_next[c]
+        self.nq_len[k] -= 1
+        self.qlen[i] -= 1
+        return c
+
+    cdef void _q_remove(self, int64_t i, int64_t c) noexcept nogil:
+        cdef int64_t k = i * self.n_rank + self.cls_rank[self.cls[c >> 1]]
+        cdef int64_t prev = -1, x = self.nq_head[k]
+        while x != c:
+            prev = x
+            x = self.cq_next[x]
+        if prev < 0:
+            self.nq_head[k] = self.cq_next[c]
+        else:
+            self.cq_next[prev] = self.cq_next[c]
+        if self.nq_tail[k] == c:
+            self.nq_tail[k] = prev
+        self.nq_len[k] -= 1
+        self.qlen[i] -= 1
+
+    cdef inline void _take_slot(self, int64_t i, int64_t c, int64_t slot) noexcept nogil:
+        cdef int64_t off = self.slot_off[i]
+        if slot < 0:
+            slot = 0
+            while self.slot_copy[off + slot] >= 0:
+                slot += 1
+        self.slot_copy[off + slot] = <int32_t> c
+        self.slot_rank[off + slot] = self.cls_rank[self.cls[c >> 1]]
+        self.cslot[c] = <int8_t> slot
+
+    cdef inline int64_t _free_slot(self, int64_t c) noexcept nogil:
+        cdef int64_t slot = self.cslot[c], off = self.slot_off[self.cnode[c]] + slot
+        self.slot_copy[off] = -1
+        self.slot_rank[off] = -1
+        return slot
+
+    cdef int64_t _pause(self, int64_t c, int64_t tb) noexcept nogil:
+        # Pause running copy c at boundary tb; return its device slot (see core_ref._pause).
+        cdef int64_t i = self.cnode[c], done = tb - self.cstart[c], slot
+        if done < 0:
+            done = 0
+        self.busy_type[self.node_type[i]] += done
+        if self.cborrow[c]:
+            self.cnt[K_MICRO_NS] += done
+        if c & 1:
+            self.cnt[K_HEDGE_NS] += done
+        self.cend[c] -= tb if tb > self.cstart[c] else self.cstart[c]  # paused: the work still needed
+        self.cstate[c] = CS_PAUSED
+        self.run[i] -= 1
+        slot = self._free_slot(c)
+        self._q_push(i, c, True)
+        self.cnt[K_PAUSED] += 1
+        self._trace(c >> 1, tb, TR_PAUSE, i)
+        return slot
+
+    cdef void _serve_queue(self, int64_t i, int64_t t, int64_t borrowed, int64_t slot) noexcept nogil:
+        cdef int64_t c = self._q_pop(i), r, t0
+        if self.cstate[c] == CS_PAUSED:  # a paused copy pays the resume, then runs what it still needs
+            t0 = start_after(t, self.resume_ns, self.quantum_ns)
+            self.cstate[c] = CS_RUN
+            self.cstart[c] = t0
+            self.cborrow[c] = <int8_t> borrowed
+            self.cend[c] += t0
+            self.run[i] += 1
+            self._take_slot(i, c, slot)
+            self._push(self.cend[c], c, EV_FINISH)
+            self.cnt[K_UNPAUSED] += 1
+            self._trace(c >> 1, t0, TR_RESUME, i)
+            return
+        r = c >> 1
+        t0 = self._align(t)
+        self.comp[r, C_DISPATCH] += t0 - self.ready[r]
+        self._start_copy(c, i, t0, borrowed, slot)
+
+    cdef void _start_copy(self, int64_t c, int64_t i, int64_t t, int64_t borrowed, int64_t slot) noexcept nogil:
         cdef int64_t r = c >> 1, cl, base, dur, thr
         cdef double mult
         cl = self.cls[r]
         base = self.service[cl * self.n_types + self.node_type[i]]
         mult = self.hnoise[r] if c & 1 else self.noise[r]
         dur = <int64_t> (base * mult) + self.cls_setup[cl] + 1
-        self.cstate[c] = 1
+        self.cstate[c] = CS_RUN
         self.cnode[c] = i
         self.cstart[c] = t
+        self.cend[c] = t + dur
         self.cborrow[c] = borrowed
         self.run[i] += 1
+        self._take_slot(i, c, slot)
         self._push(t + dur, c, EV_FINISH)
         if c & 1 == 0:
             self.status[r] = ST_RUN
@@ -691,11 +803,11 @@ cdef class Core:
                 self._push(t + thr, r, EV_HEDGE)
 
     cdef void _accept_start(self, int64_t r, int64_t i, int64_t tv, int64_t ready, int64_t pause,
-                            int64_t borrowed) noexcept nogil:
+                            int64_t borrowed, int64_t slot) noexcept nogil:
         # The dispatcher's rule (node/_dispatcher.pxd): the next boundary after `ready`, then `pause`.
         cdef int64_t t = start_after(ready, pause, self.quantum_ns)
         self.comp[r, C_DISPATCH] += t - tv
-        self._start_copy(2 * r, i, t, borrowed)
+        self._start_copy(2 * r, i, t, borrowed, slot)
 
     cdef void _lease(self, int64_t r, int64_t ta) noexcept nogil:
         cdef int64_t i
@@ -709,6 +821,7 @@ cdef class Core:
 
     cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
         cdef int64_t i = self.node[r], tv, c, sh, d, ck, lo, hi, prio, last_p
+        cdef int64_t v = -1, v_prio, off, cp, tb, slot, borrowed, free
         cdef int verdict
         cdef VictimSlots vs
         if self.view_mode == VIEW_FRESH:
@@ -722,18 +835,40 @@ cdef class Core:
             return
         c = self.cls[r]
         prio = self.cls_prio[c]
-        # The validator's rule (regional/_lease_rule.pxd): one device, training is the only
-        # victim class (min_prio = prio when none runs here: nobody can go).
-        verdict = lease_verdict(self._free(i), 1, self.preempt != PRE_NONE,
-                                self.train_prio if self.train[i] > 0 else prio, prio)
+        free = self._free(i)
+        # The victim (see core_ref): the dispatcher's pause rule over the running inference
+        # copies (node/_dispatcher.pxd pause_victim); training first when no more urgent.
+        v_prio = prio
+        off = self.slot_off[i]
+        if free == 0 and self.preempt == PRE_MICRO and self.run[i] > 0:
+            v = pause_victim(&self.slot_rank[off], self.node_dev[i], self.cls_rank[c])
+            if v >= 0:
+                v_prio = self.cls_prio[self.cls[self.slot_copy[off + v] >> 1]]
+        if self.train[i] > 0 and (v < 0 or self.train_prio <= v_prio):
+            v = -1
+            v_prio = self.train_prio
+        # The validator's rule (regional/_lease_rule.pxd): one device, the victim's priority.
+        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE, v_prio, prio)
         if verdict == LR_ACCEPT:
             self.cnt[K_ACCEPT] += 1
-            self._accept_start(r, i, tv, tv, 0, 0)
+            self._accept_start(r, i, tv, tv, 0, 0, -1)
             return
         if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
-            self.train[i] -= 1
             self.cnt[K_ACCEPT_MICRO] += 1
-            self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
+            if v < 0:  # a training kernel is paused: its device is borrowed
+                self.train[i] -= 1
+                self._accept_start(r, i, tv, tv, self.micro_ns, 1, -1)  # paused at a boundary (C20)
+                return
+            cp = self.slot_copy[off + v]
+            tb = next_boundary(tv, self.quantum_ns)
+            if self.cend[cp] <= tb:  # the victim ends by the boundary: its device serves the queue there
+                self.ready[r] = tv
+                self._q_push(i, 2 * r, False)
+                self._trace(r, tv, TR_QUEUED, i)
+                return
+            borrowed = self.cborrow[cp]
+            slot = self._pause(cp, tb)
+            self._accept_start(r, i, tv, tv, self.micro_ns, borrowed, slot)
             return
         if verdict == LR_PREEMPT:
             lo = self.node_shard_off[i]
@@ -761,19 +896,13 @@ cdef class Core:
             self.cnt[K_LOST_NS] += d * lost_work_ns(tv, self.shard_start[sh], self.ckpt_interval_ns)
             self.cnt[K_CKPT_NS] += d * ck
             self.cnt[K_ACCEPT_CKPT] += 1
-            self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed
+            self._accept_start(r, i, tv, tv + ck, 0, 0, -1)  # the device is free once checkpointed
             return
         if self.qlen[i] < self.node_queue and self.run[i] + self.hold[i] > 0:
             self.cnt[K_ACCEPT] += 1
             self.cnt[K_QUEUED] += 1
             self.ready[r] = tv
-            if self.qlen[i] == 0:
-                self.q_head[i] = r
-            else:
-                self.q_next[self.q_tail[i]] = r
-            self.q_tail[i] = r
-            self.q_next[r] = -1
-            self.qlen[i] += 1
+            self._q_push(i, 2 * r, False)
             self._trace(r, tv, TR_QUEUED, i)
             return
         self.cnt[K_REFUSED] += 1
@@ -783,16 +912,10 @@ cdef class Core:
         self._trace(r, tv, TR_REFUSED, i)
         self._push_lane(self.n_sched, tv + self.rtt_half_ns, r, EV_RETRY)
 
-    cdef void _release(self, int64_t i, int64_t borrowed, int64_t t) noexcept nogil:
-        cdef int64_t r, t0
+    cdef void _release(self, int64_t i, int64_t borrowed, int64_t t, int64_t slot) noexcept nogil:
         self.run[i] -= 1
         if self.qlen[i] > 0 and (borrowed or self._free(i) > 0):
-            r = self.q_head[i]  # the next queued request takes the device (a borrowed one stays borrowed)
-            self.q_head[i] = self.q_next[r]
-            self.qlen[i] -= 1
-            t0 = self._align(t)
-            self.comp[r, C_DISPATCH] += t0 - self.ready[r]
-            self._start_copy(2 * r, i, t0, borrowed)
+            self._serve_queue(i, t, borrowed, slot)  # the next queued copy (a borrowed device stays borrowed)
             return
         if borrowed:
             self.train[i] += 1
@@ -810,10 +933,10 @@ cdef class Core:
 
     cdef void _finish(self, int64_t c, int64_t t) noexcept nogil:
         cdef int64_t r, i, o, j
-        if self.cstate[c] != 1:
-            return
+        if self.cstate[c] != CS_RUN or self.cend[c] != t:
+            return  # killed (the other copy won), or the end of a run since paused
         r = c >> 1
-        self.cstate[c] = 2
+        self.cstate[c] = CS_ENDED
         i = self.cnode[c]
         self.busy_type[self.node_type[i]] += t - self.cstart[c]
         if self.cborrow[c]:
@@ -821,17 +944,22 @@ cdef class Core:
         if c & 1:
             self.cnt[K_HEDGE_NS] += t - self.cstart[c]
             self.cnt[K_HEDGE_WON] += 1
-        self._release(i, self.cborrow[c], t)
+        self._release(i, self.cborrow[c], t, self._free_slot(c))
         o = c ^ 1
-        if self.cstate[o] == 1:
-            self.cstate[o] = 2
+        if self.cstate[o] == CS_PAUSED:  # the slower copy waits paused: withdraw it from its queue
+            self.cstate[o] = CS_ENDED
+            j = self.cnode[o]
+            self._q_remove(j, o)
+            self._resume_shards(j)
+        elif self.cstate[o] == CS_RUN:
+            self.cstate[o] = CS_ENDED
             j = self.cnode[o]
             self.busy_type[self.node_type[j]] += t - self.cstart[o]
             if o & 1:
                 self.cnt[K_HEDGE_NS] += t - self.cstart[o]
             if self.cborrow[o]:
                 self.cnt[K_MICRO_NS] += t - self.cstart[o]
-            self._release(j, self.cborrow[o], t)
+            self._release(j, self.cborrow[o], t, self._free_slot(o))
         self.status[r] = ST_DONE
         self.finish[r] = t
         self.cnt[K_DONE] += 1
@@ -855,7 +983,7 @@ cdef class Core:
             return
         self.cnt[K_HEDGES] += 1
         self._trace(r, t, TR_HEDGE, best)
-        self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0)
+        self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0, -1)
 
     cdef void _gossip(self, int64_t t) noexcept nogil:
         cdef int64_t m = self.ring_m, k = self.tick + 1, slot, i, lg, src, ts, age = 0
@@ -887,15 +1015,10 @@ cdef class Core:
         self._push(t + self.gossip_ns, 0, EV_GOSSIP)
 
     cdef void _ckpt_done(self, int64_t sh) noexcept nogil:
-        cdef int64_t i = self.shard_node[sh], r, t0
+        cdef int64_t i = self.shard_node[sh]
         self.hold[i] -= self.shard_dev[sh] - 1
         while self.qlen[i] > 0 and self._free(i) > 0:
-            r = self.q_head[i]
-            self.q_head[i] = self.q_next[r]
-            self.qlen[i] -= 1
-            t0 = self._align(self.now)
-            self.comp[r, C_DISPATCH] += t0 - self.ready[r]
-            self._start_copy(2 * r, i, t0, 0)
+            self._serve_queue(i, self.now, 0, -1)
         self._resume_shards(i)
 
     cdef int64_t _advance(self, int64_t t_end) noexcept nogil:

@@ -126,7 +126,8 @@ class SimConfig:
     partition_fraction: float = 0.0
     # node
     preempt: str = "checkpoint"  # none, kill (evict at once, lose work), checkpoint, micro
-    micro_preempt_s: float = 20e-6
+    micro_preempt_s: float = 20e-6  # pausing the running kernel at a boundary (C20), paid by the device
+    micro_resume_s: float = 20e-6  # a paused inference copy restarting (the dispatcher's resume_cost)
     checkpoint_bandwidth: float = 25e9  # regional.validator.DEFAULT_CHECKPOINT_BANDWIDTH
     checkpoint_interval_s: float = 600.0
     training_memory_fraction: float = 0.5
@@ -207,7 +208,7 @@ _RANGES = {
     "hint_headroom": (0.01, 100.0), "graph_tenants": (0, 1024), "graph_memory_pressure": (1e-3, 1.0), "gossip_interval_s": (1e-6, 1.0), "fanout": (1, 64),
     "gossip_loss": (0.0, 0.99), "digest_interval_s": (0.0, 10.0), "bloom_fp": (1e-9, 0.5),
     "partition_start_s": (-1.0, 1e7), "partition_s": (0.0, 1e7), "partition_fraction": (0.0, 1.0),
-    "micro_preempt_s": (0.0, 1.0), "checkpoint_bandwidth": (1e6, 1e13),
+    "micro_preempt_s": (0.0, 1.0), "micro_resume_s": (0.0, 1.0), "checkpoint_bandwidth": (1e6, 1e13),
     "checkpoint_interval_s": (1e-3, 1e7), "training_memory_fraction": (0.0, 1.0),
     "quantum_s": (0.0, 0.1), "clock_budget": (0.01, 1.0), "hedge_factor": (0.0, 100.0), "node_queue": (0, 1_000_000_000),
     "c_round_s": (0.0, 10.0), "c_decision_s": (0.0, 10.0), "c_node_s": (0.0, 1.0),

@@ -2,20 +2,43 @@
 
 One region: requests arrive, wait for the next regional round, are placed by one of
 ``n_sched`` schedulers from its view, sent as speculative leases (RTT/2), validated by
-the node (accept, preempt training, queue, or refuse), dispatched on a device at the
-next decision quantum, optionally hedged on another node, and finish. Everything the
+the node (accept, preempt training or - micro-preemption - pause a less urgent inference
+copy, queue, or refuse), dispatched on a device at the next decision quantum, optionally
+hedged on another node, and finish. Everything the
 core does is integer arithmetic on the arrays it is given, in the order of one event
 heap whose ties are broken by insertion order, so both backends agree exactly.
 
 The decisions are the layers' rules, called here (their compiled twins are inlined into
-``_core.pyx``): the lease verdict and victim order of ``regional.validator_ref``
-(``lease_expired``, ``lease_verdict``, ``cover_victims``, ``lost_work_ns``; the wiring's
-checkpoint time is its ``checkpoint_s``), the two-choices pick
-(``better_of_two``, also the scan's "most room, first on ties"), consistent hashing's
-lookup (``regional.hashing.ring_first``), the decision quantum and start after a pause of ``node.dispatcher_ref``
-(``next_boundary``, ``start_after``) and the hedge rule of ``node.hedge_rule_ref`` (when to
-copy, ``hedge_delay_ns``/``sends_copy``; where, ``takes_copy`` of ``HEDGE_PROBES`` probes);
+``_core.pyx``):
+
+* ``regional.validator_ref``: the lease verdict and victim order (``lease_expired``,
+  ``lease_verdict``, ``cover_victims``), the work an evicted job loses (``lost_work_ns``;
+  the wiring's checkpoint time is its ``checkpoint_s``) and the two-choices pick
+  (``better_of_two``, also the scan's "most room, first on ties");
+* ``regional.hashing``: consistent hashing's lookup (``ring_first``; the wiring builds
+  the ring with its ``hash_ring``);
+* ``node.dispatcher_ref``: the decision quantum and the start after a pause
+  (``next_boundary``, ``start_after``), the class a freed device serves from the node's
+  queues (``most_urgent``) and the running copy a more urgent lease pauses (``pause_victim``);
+* ``node.hedge_rule_ref``: when a copy is hedged (``hedge_delay_ns``, ``sends_copy``) and
+  where it may go (``takes_copy``, of ``HEDGE_PROBES`` probed nodes).
+
 tests/test_sim_layer_parity.py replays recorded runs through the layers' entry points.
+
+The node (as the dispatcher, ``node.dispatcher_ref``). Each node has one FIFO queue per
+dispatcher class (``cls_rank``: 0 = most urgent; the wiring's ``model.dispatch_classes``
+maps the classes' priorities, higher = more urgent, onto it); a freed device takes the head
+of the most urgent non-empty queue. With ``preempt`` micro, a lease that finds no free
+device pauses a running training kernel (its device is borrowed, as before) or, when none
+runs there, the dispatcher's victim among the running inference copies: the least urgent
+of a class below the lease's, the lowest device slot on a tie. It is paused at the next
+boundary (the new copy starts after ``micro_ns``), keeps its remaining work in ``cend``, and
+goes back to the head of its class queue (the node's ``node_queue`` cap is for new leases;
+paused work always waits); when a device takes it again it pays ``resume_ns`` first.
+Its finish event of the paused run is stale and ignored (a copy ends only at its current
+``cend``). A victim that ends by the boundary is not paused: the lease waits for its device.
+Hedges: a paused primary keeps its hedge (due or running) - a paused copy is the straggler
+hedging is for; whichever copy ends first wins, and a paused loser is withdrawn from its queue.
 
 The Python wiring (:mod:`magnum_lib.sim.model`) builds the inputs from the layers
 (cluster, hardware cost model, workload generators, gossip dissemination lags, Bloom
@@ -37,8 +60,13 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   ``hnoise`` (the hedge copy's); results ``status`` (0 waiting, 1 running, 2 done,
   3 dropped), ``start``, ``finish``, ``node``, ``attempts``, ``comp[r, 0:6]`` (round wait,
   scheduling work, RTT, validation, retries, dispatch wait; they sum to start - arr).
-* per copy ``c = 2r + h`` (h = 1 for a hedge): ``cstate`` (0 none, 1 running, 2 ended),
-  ``cnode``, ``cstart``, ``cborrow`` (runs on a device borrowed from training).
+* per copy ``c = 2r + h`` (h = 1 for a hedge): ``cstate`` (0 none, 1 running, 2 ended,
+  3 paused), ``cnode``, ``cstart`` (start of its current run), ``cend`` (its end while
+  running; while paused, the work it still needs), ``cborrow`` (runs on a device borrowed
+  from training), ``cslot`` (its device slot), ``cq_next`` (next copy in its node queue).
+* node queues: class ``k`` of node ``i`` is the list ``nq_head/nq_tail/nq_len[i * n_rank + k]``
+  (``qlen[i]`` is their total); device slots ``slot_off[i] .. slot_off[i+1]`` hold the
+  running copy (``slot_copy``, -1 none) and its class (``slot_rank``, -1: nothing pausable).
 * pools: class ``c`` of scheduler ``s`` tries pools ``cpool_off[s*C+c] .. [s*C+c+1]`` in
   ``cpool`` order; pool ``p`` holds nodes ``pool_nodes[pool_off[p]:pool_off[p+1]]`` and
   (policy "hash") ring points ``ring_key``/``ring_node`` in ``[ring_off[p], ring_off[p+1])``.
@@ -47,7 +75,8 @@ Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
   (0 running, 1 evicted and waiting); node ``i``'s shards are
   ``node_shard_off[i] .. node_shard_off[i+1]``.
 * ``service[c * T + t]``: base service ns of class c on type t (< 0: not eligible);
-  ``cls_prio``, ``cls_setup`` (graph load ns when not pre-reserved).
+  ``cls_prio`` (higher = more urgent), ``cls_rank`` (its dispatcher class, 0 = most urgent),
+  ``cls_setup`` (graph load ns when not pre-reserved).
 * ``skip[s * C + c]``: the last round in which scheduler s found no room for class c (the
   rest of that class waits for the next round without being placed again);
 * ``type_nodes[type_off[c * T + t]:type_off[c * T + t + 1]]``: the nodes of type t that can
@@ -59,7 +88,7 @@ from __future__ import annotations
 
 import heapq
 
-from magnum_lib.node.dispatcher_ref import next_boundary, start_after
+from magnum_lib.node.dispatcher_ref import most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node.hedge_rule_ref import HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional.hashing import ring_first
 from magnum_lib.regional.validator_ref import (LR_ACCEPT, LR_PREEMPT, better_of_two, cover_victims, lease_expired,
@@ -85,17 +114,21 @@ C_ROUND, C_SCHED, C_RTT, C_VALID, C_RETRY, C_DISPATCH = range(6)
 (K_EVENTS, K_ROUNDS, K_LEASES, K_ACCEPT, K_ACCEPT_MICRO, K_ACCEPT_CKPT, K_QUEUED, K_REFUSED,
  K_EXPIRED, K_NOFIT, K_DROPPED, K_HEDGES, K_HEDGE_NONE, K_HEDGE_WON, K_HEDGE_NS, K_EVICT,
  K_RESUMED, K_LOST_NS, K_CKPT_NS, K_MICRO_NS, K_EXAMINED, K_VIEW_AGE_NS, K_VIEW_SAMPLES,
- K_GOSSIP, K_DONE) = range(25)
-N_COUNTERS = 25
+ K_GOSSIP, K_DONE, K_PAUSED, K_UNPAUSED) = range(27)
+N_COUNTERS = 27
 # Trace event codes.
-TR_ARRIVE, TR_ROUND, TR_PLACED, TR_NOFIT, TR_LEASE, TR_REFUSED, TR_QUEUED, TR_START, TR_HEDGE, TR_FINISH, TR_DROP = range(11)
+(TR_ARRIVE, TR_ROUND, TR_PLACED, TR_NOFIT, TR_LEASE, TR_REFUSED, TR_QUEUED, TR_START, TR_HEDGE, TR_FINISH, TR_DROP,
+ TR_PAUSE, TR_RESUME) = range(13)
+# Copy states (cstate).
+CS_NONE, CS_RUN, CS_ENDED, CS_PAUSED = range(4)
 TRACE_ROWS = 64
 
 # Integer parameters, in this order (the wiring builds the list).
 PARAMS = ("n_nodes", "n_req", "n_types", "n_cls", "n_sched", "round_ns", "rtt_half_ns", "c_round_ns",
           "c_dec_ns", "c_node_ns", "c_val_ns", "quantum_ns", "policy", "view_mode", "preempt",
           "micro_ns", "hedge_milli", "node_queue", "lease_ns", "max_attempts", "gossip_ns", "ring_m",
-          "trace_id", "ckpt_interval_ns", "train_prio", "draws", "scan_limit", "piggyback", "seed", "part_start_ns", "part_end_ns")
+          "trace_id", "ckpt_interval_ns", "train_prio", "draws", "scan_limit", "piggyback", "seed", "part_start_ns", "part_end_ns",
+          "n_rank", "resume_ns")
 
 
 def xorshift(state: int) -> int:
@@ -353,15 +386,125 @@ class Core:
         self.pend.append(r)
         self._schedule_round(t_back)
 
-    def _start_copy(self, c, i, t, borrowed):
+    # -- the node's class queues and devices (the dispatcher's rules) ------------
+    def _q_push(self, i, c, front):
+        """Queue copy c at node i, in its dispatcher class's FIFO (``front``: a paused copy)."""
+        A = self.A
+        k = i * self.n_rank + int(A["cls_rank"][A["cls"][c >> 1]])
+        nxt = A["cq_next"]
+        if A["nq_len"][k] == 0:
+            A["nq_head"][k] = A["nq_tail"][k] = c
+            nxt[c] = -1
+        elif front:
+            nxt[c] = A["nq_head"][k]
+            A["nq_head"][k] = c
+        else:
+            nxt[int(A["nq_tail"][k])] = c
+            nxt[c] = -1
+            A["nq_tail"][k] = c
+        A["nq_len"][k] += 1
+        A["qlen"][i] += 1
+
+    def _q_pop(self, i):
+        """The copy node i's freed device serves: the head of its most urgent non-empty class."""
+        A = self.A
+        lo = i * self.n_rank
+        k = lo + most_urgent(A["nq_len"][lo:lo + self.n_rank], self.n_rank)  # the node layer's rule
+        c = int(A["nq_head"][k])
+        A["nq_head"][k] = A["cq_next"][c]
+        A["nq_len"][k] -= 1
+        A["qlen"][i] -= 1
+        return c
+
+    def _q_remove(self, i, c):
+        """Withdraw copy c from node i's queue (a paused copy whose other copy finished)."""
+        A = self.A
+        k = i * self.n_rank + int(A["cls_rank"][A["cls"][c >> 1]])
+        nxt = A["cq_next"]
+        prev, x = -1, int(A["nq_head"][k])
+        while x != c:
+            prev, x = x, int(nxt[x])
+        if prev < 0:
+            A["nq_head"][k] = nxt[c]
+        else:
+            nxt[prev] = nxt[c]
+        if A["nq_tail"][k] == c:
+            A["nq_tail"][k] = prev
+        A["nq_len"][k] -= 1
+        A["qlen"][i] -= 1
+
+    def _take_slot(self, i, c, slot):
+        """Copy c takes device ``slot`` of node i (-1: its lowest free one)."""
+        A = self.A
+        off = int(A["slot_off"][i])
+        if slot < 0:
+            slot = 0
+            while A["slot_copy"][off + slot] >= 0:
+                slot += 1
+        A["slot_copy"][off + slot] = c
+        A["slot_rank"][off + slot] = A["cls_rank"][A["cls"][c >> 1]]
+        A["cslot"][c] = slot
+
+    def _free_slot(self, c):
+        A = self.A
+        slot = int(A["cslot"][c])
+        off = int(A["slot_off"][int(A["cnode"][c])]) + slot
+        A["slot_copy"][off] = -1
+        A["slot_rank"][off] = -1
+        return slot
+
+    def _pause(self, c, tb):
+        """Pause running copy c at boundary tb (micro-preemption): its remaining work waits at
+        the head of its class queue; returns its device slot and whether it was borrowed."""
+        A = self.A
+        cnt = A["cnt"]
+        i = int(A["cnode"][c])
+        done = max(tb - int(A["cstart"][c]), 0)  # useful work of this run until the pause
+        A["busy_type"][int(A["node_type"][i])] += done
+        if A["cborrow"][c]:
+            cnt[K_MICRO_NS] += done
+        if c & 1:
+            cnt[K_HEDGE_NS] += done
+        A["cend"][c] -= max(tb, int(A["cstart"][c]))  # paused: cend holds the work still needed
+        A["cstate"][c] = CS_PAUSED
+        A["run"][i] -= 1
+        slot = self._free_slot(c)
+        self._q_push(i, c, True)
+        cnt[K_PAUSED] += 1
+        self._trace(c >> 1, tb, TR_PAUSE, i)
+        return slot, int(A["cborrow"][c])
+
+    def _serve_queue(self, i, t, borrowed, slot):
+        """A device of node i frees at t: the next queued copy starts (or resumes) on it at the
+        next boundary (a borrowed device stays borrowed: the copy was queued behind it)."""
+        A = self.A
+        c = self._q_pop(i)
+        if A["cstate"][c] == CS_PAUSED:  # a paused copy pays the resume, then runs what it still needs
+            t1 = start_after(t, self.resume_ns, self.quantum_ns)
+            A["cstate"][c], A["cstart"][c], A["cborrow"][c] = CS_RUN, t1, borrowed
+            A["cend"][c] += t1
+            A["run"][i] += 1
+            self._take_slot(i, c, slot)
+            self._push(int(A["cend"][c]), c, EV_FINISH)
+            A["cnt"][K_UNPAUSED] += 1
+            self._trace(c >> 1, t1, TR_RESUME, i)
+            return
+        r = c >> 1
+        t0 = self._align(t)
+        A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
+        self._start_copy(c, i, t0, borrowed, slot)
+
+    def _start_copy(self, c, i, t, borrowed, slot=-1):
         A = self.A
         r = c >> 1
         cl = int(A["cls"][r])
         base = int(A["service"][cl * self.n_types + int(A["node_type"][i])])
         mult = float(A["hnoise"][r] if c & 1 else A["noise"][r])
         dur = int(base * mult) + int(A["cls_setup"][cl]) + 1
-        A["cstate"][c], A["cnode"][c], A["cstart"][c], A["cborrow"][c] = 1, i, t, borrowed
+        A["cstate"][c], A["cnode"][c], A["cstart"][c], A["cborrow"][c] = CS_RUN, i, t, borrowed
+        A["cend"][c] = t + dur
         A["run"][i] += 1
+        self._take_slot(i, c, slot)
         self._push(t + dur, c, EV_FINISH)
         if c & 1 == 0:
             A["status"][r] = ST_RUN
@@ -371,12 +514,12 @@ class Core:
             if sends_copy(dur, thr, self.hedge_milli > 0):
                 self._push(t + thr, r, EV_HEDGE)
 
-    def _accept_start(self, r, i, tv, ready, pause, borrowed):
+    def _accept_start(self, r, i, tv, ready, pause, borrowed, slot=-1):
         """Start r's primary on node i: the dispatcher's next boundary after ``ready``, then ``pause``."""
         A = self.A
         t = start_after(ready, pause, self.quantum_ns)
         A["comp"][r, C_DISPATCH] += t - tv
-        self._start_copy(2 * r, i, t, borrowed)
+        self._start_copy(2 * r, i, t, borrowed, slot)
 
     def _lease(self, r, ta):
         """A lease reaches its node; the reply carries the node's state back (``piggyback``)."""
@@ -405,18 +548,41 @@ class Core:
         free = int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])
         c = int(A["cls"][r])
         prio = int(A["cls_prio"][c])
-        # The validator's rule (regional.validator_ref): one device, training is the only
-        # victim class (min_prio = prio when none runs here: nobody can go).
-        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE,
-                                self.train_prio if A["train"][i] > 0 else prio, prio)
+        # The victim: with micro-preemption, the dispatcher's pause rule picks the least urgent
+        # running inference copy of a class below this one (node.dispatcher_ref.pause_victim,
+        # lowest device on a tie); training goes first when it is no more urgent than that.
+        v, v_prio, off = -1, prio, int(A["slot_off"][i])
+        if free == 0 and self.preempt == PRE_MICRO and A["run"][i] > 0:
+            dev = int(A["node_dev"][i])
+            v = pause_victim(A["slot_rank"][off:off + dev], dev, int(A["cls_rank"][c]))
+            if v >= 0:
+                v_prio = int(A["cls_prio"][A["cls"][int(A["slot_copy"][off + v]) >> 1]])
+        if A["train"][i] > 0 and (v < 0 or self.train_prio <= v_prio):
+            v, v_prio = -1, self.train_prio
+        # The validator's rule (regional.validator_ref): one device, the victim's priority as
+        # the node's lowest (min_prio = prio when nothing can go).
+        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE, v_prio, prio)
         if verdict == LR_ACCEPT:
             cnt[K_ACCEPT] += 1
             self._accept_start(r, i, tv, tv, 0, 0)
             return
         if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
-            A["train"][i] -= 1
             cnt[K_ACCEPT_MICRO] += 1
-            self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
+            if v < 0:  # a training kernel is paused: its device is borrowed
+                A["train"][i] -= 1
+                self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
+                return
+            cp = int(A["slot_copy"][off + v])
+            tb = next_boundary(tv, self.quantum_ns)
+            if A["cend"][cp] <= tb:
+                # The victim ends by the boundary: nothing to pause, its device serves the
+                # queue there (this request is the most urgent in it).
+                A["ready"][r] = tv
+                self._q_push(i, 2 * r, False)
+                self._trace(r, tv, TR_QUEUED, i)
+                return
+            slot, borrowed = self._pause(cp, tb)
+            self._accept_start(r, i, tv, tv, self.micro_ns, borrowed, slot)
             return
         if verdict == LR_PREEMPT:  # checkpoint: evict the validator's victim (every shard has train_prio)
             lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
@@ -445,13 +611,7 @@ class Core:
             cnt[K_ACCEPT] += 1
             cnt[K_QUEUED] += 1
             A["ready"][r] = tv  # dispatch wait counts from validation
-            if A["qlen"][i] == 0:
-                A["q_head"][i] = r
-            else:
-                A["q_next"][int(A["q_tail"][i])] = r
-            A["q_tail"][i] = r
-            A["q_next"][r] = -1
-            A["qlen"][i] += 1
+            self._q_push(i, 2 * r, False)
             self._trace(r, tv, TR_QUEUED, i)
             return
         cnt[K_REFUSED] += 1
@@ -461,19 +621,12 @@ class Core:
         self._trace(r, tv, TR_REFUSED, i)
         self._push(tv + self.rtt_half_ns, r, EV_RETRY)
 
-    def _release(self, i, borrowed, t):
-        """A copy ended on node i at t: hand the device on (queue, training, waiting shard)."""
+    def _release(self, i, borrowed, t, slot):
+        """A copy ended on node i at t: hand its device (``slot``) on (queue, training, waiting shard)."""
         A = self.A
         A["run"][i] -= 1
         if A["qlen"][i] > 0 and (borrowed or int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0):
-            # The next queued request takes the device (a borrowed one stays borrowed: the
-            # request was queued behind it).
-            r = int(A["q_head"][i])
-            A["q_head"][i] = A["q_next"][r]
-            A["qlen"][i] -= 1
-            t0 = self._align(t)
-            A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
-            self._start_copy(2 * r, i, t0, borrowed)
+            self._serve_queue(i, t, borrowed, slot)
             return
         if borrowed:
             A["train"][i] += 1  # the paused training kernel resumes on its device
@@ -491,10 +644,10 @@ class Core:
 
     def _finish(self, c, t):
         A = self.A
-        if A["cstate"][c] != 1:
-            return  # killed: the other copy won
+        if A["cstate"][c] != CS_RUN or A["cend"][c] != t:
+            return  # killed (the other copy won), or the end of a run since paused
         r = c >> 1
-        A["cstate"][c] = 2
+        A["cstate"][c] = CS_ENDED
         i = int(A["cnode"][c])
         ty = int(A["node_type"][i])
         A["busy_type"][ty] += t - int(A["cstart"][c])
@@ -503,17 +656,22 @@ class Core:
         if c & 1:
             A["cnt"][K_HEDGE_NS] += t - int(A["cstart"][c])
             A["cnt"][K_HEDGE_WON] += 1
-        self._release(i, int(A["cborrow"][c]), t)
+        self._release(i, int(A["cborrow"][c]), t, self._free_slot(c))
         o = c ^ 1
-        if A["cstate"][o] == 1:  # kill the slower copy
-            A["cstate"][o] = 2
+        if A["cstate"][o] == CS_PAUSED:  # the slower copy waits paused: withdraw it from its queue
+            A["cstate"][o] = CS_ENDED
+            j = int(A["cnode"][o])
+            self._q_remove(j, o)
+            self._resume_shards(j)
+        elif A["cstate"][o] == CS_RUN:  # kill the slower copy
+            A["cstate"][o] = CS_ENDED
             j = int(A["cnode"][o])
             A["busy_type"][int(A["node_type"][j])] += t - int(A["cstart"][o])
             if o & 1:
                 A["cnt"][K_HEDGE_NS] += t - int(A["cstart"][o])
             if A["cborrow"][o]:
                 A["cnt"][K_MICRO_NS] += t - int(A["cstart"][o])
-            self._release(j, int(A["cborrow"][o]), t)
+            self._release(j, int(A["cborrow"][o]), t, self._free_slot(o))
         A["status"][r] = ST_DONE
         A["finish"][r] = t
         A["cnt"][K_DONE] += 1
@@ -573,12 +731,7 @@ class Core:
         A["hold"][i] -= int(A["shard_dev"][sh]) - 1
         # The freed devices go to the queue first, then to waiting shards.
         while A["qlen"][i] > 0 and int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0:
-            r = int(A["q_head"][i])
-            A["q_head"][i] = A["q_next"][r]
-            A["qlen"][i] -= 1
-            t0 = self._align(self.now)
-            A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
-            self._start_copy(2 * r, i, t0, 0)
+            self._serve_queue(i, self.now, 0, -1)
         self._resume_shards(i)
 
     # -- the loop ----------------------------------------------------------------

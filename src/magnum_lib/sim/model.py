@@ -60,6 +60,18 @@ def _to_ns(seconds: np.ndarray) -> np.ndarray:
     return seconds.astype(np.int64)
 
 
+def dispatch_classes(priorities) -> tuple[np.ndarray, int]:
+    """The node dispatcher's class of each request class, and how many there are.
+
+    The one place the two conventions meet: a :class:`RequestClass` priority is *higher =
+    more urgent* (as the validator compares them), the dispatcher's class is *0 = most
+    urgent* (``node.dispatcher_ref``). Class ``k`` is the k-th distinct priority from the
+    top, so classes of equal priority share one FIFO queue at each node, as in the dispatcher.
+    """
+    levels = sorted(set(int(p) for p in priorities), reverse=True)
+    return np.array([levels.index(int(p)) for p in priorities], dtype=np.int64), len(levels)
+
+
 def class_costs(cfg: SimConfig, type_keys):
     """Service seconds and energy joules per (class, type); inf where not eligible."""
     t = np.full((len(cfg.classes), len(type_keys)), np.inf)
@@ -356,10 +368,10 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
 
     arr = _arrivals(cfg, rate, rng)
     R = arr.size
-    if R >= 2**31 - 1 or C > 127:  # the per-request arrays hold ids in int32, classes in int8
+    if R >= 2**30 - 1 or C > 127:  # the per-copy arrays hold copy ids (2 per request) in int32, classes in int8
         from magnum_lib.engine.errors import ParameterError
         raise ParameterError("duration_s" if C <= 127 else "classes",
-                             f"gives {R} requests and {C} classes; at most 2^31 - 2 and 127")
+                             f"gives {R} requests and {C} classes; at most 2^30 - 2 and 127")
     from magnum_lib.workload import categorical
     cls = categorical(rng, shares, R)  # = rng.choice(C, size=R, p=shares), in int8 blocks
     # service multipliers (mean 1), drawn in float32 as they are stored
@@ -441,20 +453,27 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
         part[rng.permutation(n)[: int(round(cfg.partition_fraction * n))]] = 1
 
     z = lambda k, dt=np.int64: np.zeros(k, dtype=dt)  # noqa: E731
+    cls_rank, NR = dispatch_classes([c.priority for c in cfg.classes])
+    slot_off = np.concatenate([[0], np.cumsum(node_dev)]).astype(np.int64)
     A = dict(
         node_dev=node_dev, node_type=node_type, node_ckpt_ns=ckpt.astype(np.int64),
         run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
         view_busy=z(n), view_train=train.copy(), view_time=z(n), view_ver=np.full(n, -1, dtype=np.int64),
         snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
         own=z(S * n), own_tick=np.full(S * n, -1, dtype=np.int64),
-        q_head=np.full(n, -1, dtype=np.int64), q_tail=np.full(n, -1, dtype=np.int64),
+        # the node's queues: one FIFO per dispatcher class (dispatch_classes), per node
+        nq_head=np.full(n * NR, -1, dtype=np.int64), nq_tail=np.full(n * NR, -1, dtype=np.int64), nq_len=z(n * NR),
+        # the node's devices as slots (the pause rule's device order): copy and class on each
+        slot_off=slot_off, slot_copy=np.full(int(slot_off[-1]), -1, dtype=np.int32),
+        slot_rank=np.full(int(slot_off[-1]), -1, dtype=np.int64),
         # per request and per copy: the narrowest types their ranges allow (ids < 2^31,
         # classes < 128, attempts <= 10^6; service multipliers in float32)
         arr=_to_ns(arr), cls=cls, noise=noise, hnoise=hnoise,
         status=z(R, np.int8), start=np.full(R, -1, dtype=np.int64), finish=np.full(R, -1, dtype=np.int64),
         node=np.full(R, -1, dtype=np.int32), attempts=z(R, np.int32), comp=np.zeros((R, 6), dtype=np.int64),
-        ready=z(R), expiry=z(R), q_next=np.full(R, -1, dtype=np.int32),
+        ready=z(R), expiry=z(R),
         cstate=z(2 * R, np.int8), cnode=np.full(2 * R, -1, dtype=np.int32), cstart=z(2 * R), cborrow=z(2 * R, np.int8),
+        cend=z(2 * R), cq_next=np.full(2 * R, -1, dtype=np.int32), cslot=z(2 * R, np.int8),
         pool_nodes=np.concatenate(pool_nodes).astype(np.int64), pool_off=np.array(pool_off, dtype=np.int64),
         cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
         ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),
@@ -462,7 +481,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
         hint_off=z(C + 1), hint_nodes=np.full(max(n, C * cfg.hint_jobs), -1, dtype=np.int64),
         shard_node=sh_node, shard_dev=sh_dev, shard_start=sh_start, shard_state=z(len(sh_node)),
         node_shard_off=node_shard_off,
-        service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64),
+        service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64), cls_rank=cls_rank,
         cls_setup=setup, type_nodes=type_nodes, type_off=type_off,
         cnt=z(K.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((K.TRACE_ROWS, 3), -1, dtype=np.int64),
     )
@@ -480,7 +499,8 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
              trace_id=trace_id, ckpt_interval_ns=max(1, _ns(cfg.checkpoint_interval_s)), train_prio=0,
              draws=cfg.draws, scan_limit=cfg.scan_limit, piggyback=int(cfg.piggyback), seed=int(rng.integers(2**62)),
              part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
-             part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1)
+             part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1,
+             n_rank=NR, resume_ns=_ns(cfg.micro_resume_s))
     params = [P[k] for k in K.PARAMS]
     A["lag"][:] = rng.choice(lag_dist, size=n)
     core = core_module(backend).Core(A, np.array(params, dtype=np.int64))

@@ -9,7 +9,7 @@ from magnum_lib.sim.pages import on_small_pages
 
 COMPONENTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
 TRACE_EVENTS = ("arrive", "round", "placed", "no_fit_in_view", "lease_at_node", "refused", "queued",
-                "start", "hedge", "finish", "dropped")
+                "start", "hedge", "finish", "dropped", "paused", "resumed")
 _Q = (50, 95, 99, 99.9)
 _QNAMES = ("p50", "p95", "p99", "p999")
 
@@ -197,7 +197,10 @@ def summarize(digests, wall_s: float) -> dict:
                         "waiting_to_resume": int(sum(r["waiting_shards"] for r in runs)),
                         "checkpoint_s": float(cnt[K.K_CKPT_NS] / NS_PER_S),
                         "lost_work_s": float(cnt[K.K_LOST_NS] / NS_PER_S),
-                        "micro_paused_s": float(cnt[K.K_MICRO_NS] / NS_PER_S)},
+                        "micro_paused_s": float(cnt[K.K_MICRO_NS] / NS_PER_S),
+                        # inference copies paused for a more urgent class (micro-preemption,
+                        # the dispatcher's pause rule) and restarted after it (with their remaining work)
+                        "inference_paused": int(cnt[K.K_PAUSED]), "inference_resumed": int(cnt[K.K_UNPAUSED])},
         "hedges": {"issued": int(cnt[K.K_HEDGES]), "no_free_peer": int(cnt[K.K_HEDGE_NONE]),
                    "won": int(cnt[K.K_HEDGE_WON]), "extra_device_s": float(cnt[K.K_HEDGE_NS] / NS_PER_S)},
         "staleness_ms": {"mean_view_age": float(cnt[K.K_VIEW_AGE_NS] / ages / 1e6) if ages else 0.0,

@@ -30,7 +30,7 @@ from scipy import stats
 
 from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.regional import hashing
-from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, simulate
+from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, make_config, run_config, simulate
 
 #: Simulated seconds per explorer change (classroom cluster: ~1,500 requests at load 0.8).
 EXPLORER_DURATION_S = 0.3
@@ -106,11 +106,21 @@ def budget(result: dict) -> dict:
 
 
 def find_retried_request(candidates=range(0, 2000, 50), **knobs) -> tuple[int, dict] | None:
-    """First traced request among ``candidates`` whose lease was refused once (a retry); None if none."""
-    for rid in candidates:
-        r = simulate(trace_request=int(rid), **knobs)
+    """First traced request among ``candidates`` whose lease was refused once (a retry); None if none.
+
+    One untraced run of ``knobs`` lists the requests that started after a failed attempt;
+    the first few of them among ``candidates`` are traced until one shows a refusal.
+    """
+    run_knobs = {k: v for k, v in knobs.items() if k not in ("preset", "cluster", "backend")}
+    _, runs = run_config(make_config(knobs.get("preset", "magnum_v2"), knobs.get("cluster", "classroom"),
+                                     **run_knobs), backend=knobs.get("backend"), keep=True)
+    A = runs[0].A
+    allowed = set(int(c) for c in candidates)
+    retried = [int(r) for r in np.flatnonzero((A["attempts"] >= 1) & (A["start"] >= 0)) if int(r) in allowed]
+    for rid in retried[:20]:
+        r = simulate(trace_request=rid, **knobs)
         if any(e["event"] == "refused" for e in r["trace"]["events"]) and decision_ms(r) is not None:
-            return int(rid), r
+            return rid, r
     return None
 
 
@@ -201,7 +211,7 @@ def _row(label: str, r: dict, **extra) -> dict:
             "lease_failure_rate": r["lease_failure_rate"], "started": r["requests"]["started"],
             "requests": r["requests"]["total"], "sla_attainment": r["sla_attainment"],
             "energy_per_request_j": r["energy_per_request_j"], "leases": r["leases"],
-            "staleness_ms": r["staleness_ms"]}
+            "staleness_ms": r["staleness_ms"], "preemptions": r["preemptions"]}
 
 
 def lock_knobs(rtt_s: float = 100e-6, c_decision_s: float = DEFAULT_C_DECISION_S) -> dict:
