@@ -53,6 +53,9 @@ cdef struct S:
     const double* thr         # n x T (Gavel's steps/s)
     const int64_t* N          # GPUs per type
     const int64_t* type_order
+    const double* wf_thr      # the max-min LP's thr per job (waterfill), NULL: allocate is called
+    double* wf_a              # its coefficient a_j = ((1 / thr_j) s_j) thr_j (0 where thr_j = 0)
+    uint8_t* wf_frozen        # per active position: x = 1
     # engine state
     int64_t* rem
     int64_t* overhead
@@ -282,6 +285,45 @@ cdef void fifo_allocation(S* s) noexcept nogil:
         s.in_alloc[j] = 1
 
 
+cdef void waterfill(S* s) noexcept nogil:
+    """``fairness.maxmin_waterfill`` on the active jobs (one type), the same float steps in
+    the same order (so the same bits): progressive filling of the levels a_j x_j."""
+    cdef Py_ssize_t k, na = s.na
+    cdef int64_t j
+    cdef double N = <double> s.N[0], level = 0.0, left, per_level, v
+    cdef bint grew
+    for k in range(na):
+        s.wf_frozen[k] = 0
+    while N > 0.0:
+        left = N
+        per_level = 0.0
+        for k in range(na):
+            j = s.active[k]
+            if s.wf_frozen[k]:
+                left -= <double> s.gpus[j]
+            elif s.wf_thr[j] > 0.0:
+                per_level += <double> s.gpus[j] / s.wf_a[j]
+        if per_level == 0.0:
+            break
+        level = left / per_level
+        grew = False
+        for k in range(na):
+            j = s.active[k]
+            if not s.wf_frozen[k] and s.wf_thr[j] > 0.0 and s.wf_a[j] <= level:
+                s.wf_frozen[k] = 1
+                grew = True
+        if not grew:
+            break
+    for k in range(na):
+        j = s.active[k]
+        v = 0.0
+        if N > 0.0 and s.wf_thr[j] > 0.0:
+            v = level / s.wf_a[j]
+            v = 1.0 if s.wf_frozen[k] else (v if v > 0.0 else 0.0)
+        s.alloc[j] = v
+        s.in_alloc[j] = 1
+
+
 cdef inline bint before(S* s, int64_t x, int64_t y) noexcept nogil:
     """Entry x ranks before entry y: (priority, deficit, allocation) larger; ties: earlier."""
     if s.ent_p[x] != s.ent_p[y]:
@@ -352,6 +394,8 @@ cdef int choose(S* s, double T) noexcept nogil:
         s.last_reset = T
         if s.fifo and s.allocate == NULL:
             fifo_allocation(s)
+        elif s.wf_thr != NULL:
+            waterfill(s)
         elif s.na:
             if call_allocate(s) < 0:
                 s.err = E_PY
@@ -666,14 +710,16 @@ cdef int grow(int64_t** a, double** b, Py_ssize_t* cap) noexcept nogil:
 
 def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order,
                      bint fifo, double iteration_s, double reset_s, restore_ns, allocate=None,
-                     permute=None):
+                     permute=None, waterfill_thr=None):
     """Replay under Gavel's round mechanism on GPUs pooled per type (see the module docstring).
 
     ``speed``, ``thr``: jobs x types (engine speed, Gavel's steps/s); ``steps_left``: each
     job's steps; ``type_gpus``: GPUs per type; ``type_order``: Gavel's type order (a
     permutation); ``fifo``: FIFO (only jobs with priority > 0 run; allocated here on one
     type when ``allocate`` is None) or max-min; ``allocate(ids) -> X`` (active x types) at
-    allocation resets; ``permute(k)``: k type orders (the blind policy) or None.
+    allocation resets; ``permute(k)``: k type orders (the blind policy) or None;
+    ``waterfill_thr`` (one type, max-min): the LP's thr per job, allocated here by progressive
+    filling (``fairness.maxmin_waterfill``) instead of calling ``allocate``.
     Returns the dict of :func:`magnum_lib.replay.engine_ref.run`. Raises ValueError on bad
     input, PolicyStuck / RuntimeError as the Python form does.
     """
@@ -716,8 +762,15 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
         raise ValueError("restore_ns must be >= 0")
     if fifo and T != 1 and not callable(allocate):
         raise ValueError("the kernel's own FIFO allocation is for one GPU type (give allocate)")
-    if not fifo and not callable(allocate):
-        raise ValueError("the max-min allocation needs allocate(ids) -> X")
+    wf_np = None
+    if waterfill_thr is not None:
+        wf_np = np.ascontiguousarray(waterfill_thr, dtype=np.float64)
+        if fifo or T != 1 or allocate is not None:
+            raise ValueError("waterfill_thr is the max-min allocation on one GPU type (no allocate)")
+        if wf_np.shape != (n,) or not (np.all(np.isfinite(wf_np)) and np.all(wf_np >= 0) and np.all(wf_np <= 1e12)):
+            raise ValueError("waterfill_thr must be finite throughputs in [0, 1e12], one per job")
+    elif not fifo and not callable(allocate):
+        raise ValueError("the max-min allocation needs allocate(ids) -> X (or waterfill_thr)")
     if allocate is not None and not callable(allocate):
         raise ValueError("allocate must be a function allocate(ids) -> X, or None")
     if permute is not None and not callable(permute):
@@ -782,6 +835,14 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     cdef int64_t[::1] dpre = i64(m)
     cdef int64_t[::1] dstart = i64(m)
     cdef int64_t[::1] dstype = i64(m)
+    cdef const double[::1] wfv = wf_np if (wf_np is not None and n) else np.zeros(1)
+    cdef double[::1] wf_a = np.zeros(m)
+    cdef uint8_t[::1] wf_frozen = np.zeros(m, np.uint8)
+    cdef Py_ssize_t q
+    cdef double tq
+    for q in range(n if wf_np is not None else 0):      # the LP's coefficient, as maxmin_waterfill's
+        tq = wfv[q]
+        wf_a[q] = ((1.0 / tq) * <double> gpv[q]) * tq if tq > 0.0 else 0.0
     errbox, holder = [], [None]
     cdef S s
     s.n, s.T, s.fifo = n, T, fifo
@@ -790,6 +851,8 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     s.last_submit = int(sub[n - 1]) if n else 0
     s.submit, s.gpus, s.speed, s.thr = &subv[0], &gpv[0], &spv[0, 0], &thv[0, 0]
     s.N, s.type_order = &ng[0], &tov[0]
+    s.wf_thr = &wfv[0] if wf_np is not None else NULL
+    s.wf_a, s.wf_frozen = &wf_a[0], &wf_frozen[0]
     s.rem, s.overhead, s.erate, s.status, s.jtype = &rem[0], &overhead[0], &erate[0], &status[0], &jtype[0]
     s.first, s.fin, s.pre, s.free_t = &first[0], &fin[0], &pre[0], &free_t[0]
     s.running, s.run_pos, s.nrun, s.now = &running[0], &run_pos[0], 0, 0

@@ -104,12 +104,15 @@ class GavelRounds(Policy):
         second on the reference type (speed 1).
     lp : callable or None
         ``lp(thr, scale, gpus_by_type) -> X`` for the max-min allocations (default: ours).
+    solver : "highs" or "waterfill"
+        Our max-min allocation: Gavel's LP solved by HiGHS, or (one GPU type only) its
+        max-min fair solution in closed form, :func:`~magnum_lib.replay.fairness.maxmin_waterfill`.
     """
 
     round_s = None      # called at every event; the policy keeps Gavel's round clock
 
     def __init__(self, allocation: str = "fifo", round_s: float = 360.0, reset_interval_s: float = 1920.0,
-                 steps_per_s=None, lp=None):
+                 steps_per_s=None, lp=None, solver: str = "highs"):
         self.allocation = check_choice("allocation", allocation, ("fifo", "maxmin", "maxmin-blind"))
         self.name = {"fifo": "gavel-fifo", "maxmin": "gavel-rounds", "maxmin-blind": "gavel-rounds-blind"}[allocation]
         self.iteration_s = check_positive("round_s", round_s)
@@ -124,6 +127,10 @@ class GavelRounds(Policy):
         if lp is not None and not callable(lp):
             raise ParameterError("lp", "must be a function lp(thr, scale, gpus_by_type) -> X")
         self.lp = lp
+        self.solver = check_choice("solver", solver, ("highs", "waterfill"))
+        if self.solver == "waterfill" and (lp is not None or self.allocation == "fifo"):
+            raise ParameterError("solver", "'waterfill' is a max-min allocation without an lp hook "
+                                           f"(allocation={allocation!r}, lp={'given' if lp else None})")
 
     def reset(self, jobs, cluster):
         T = len(cluster.type_names)
@@ -135,6 +142,9 @@ class GavelRounds(Policy):
             if rate.shape != (len(jobs), T):
                 raise ParameterError("steps_per_s", f"needs shape {(len(jobs), T)} (jobs x GPU types), "
                                                     f"got {rate.shape}")
+        if self.solver == "waterfill" and T != 1:
+            raise ParameterError("solver", f"'waterfill' is for one GPU type, the cluster has {T} "
+                                           "(use 'highs')")
         self.names = cluster.type_names
         self.N = [cluster.gpus_of_type(t) for t in range(T)]
         order = [cluster.type_names.index(n) for n in _TYPE_ORDER if n in cluster.type_names]
@@ -227,6 +237,9 @@ class GavelRounds(Policy):
         scale = [self.gpus[j] for j in ids]
         if self.lp is not None:
             X = np.asarray(self.lp(thr, scale, dict(zip(self.names, self.N))), dtype=np.float64)
+        elif self.solver == "waterfill":
+            from magnum_lib.replay.fairness import maxmin_waterfill
+            X = maxmin_waterfill(scale, self.N[0], thr[:, 0])[:, None]
         else:
             from magnum_lib.replay.fairness import maxmin_allocation
             X = maxmin_allocation(thr, scale, self.N)
@@ -391,7 +404,7 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     n, T = len(jobs), len(policy.N)
     speed = jobs.speed if jobs.speed is not None else np.ones((n, T))
     permute = None
-    if policy.shuffler is not None:
+    if policy.shuffler is not None and T > 1:      # (one type: shuffling [0] draws nothing)
         shuffler, base = policy.shuffler, list(policy.type_order)
 
         def permute(k):
@@ -402,7 +415,11 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
                 out.append(order)
             return out
 
-    if policy.allocation != "fifo":
+    waterfill_thr = None
+    if policy.solver == "waterfill":     # the kernel's own max-min allocation (one type): the LP's thr
+        allocate = None
+        waterfill_thr = np.ones(n) if policy.allocation == "maxmin-blind" else np.array(policy.thr, dtype=np.float64).reshape(n, T)[:, 0]
+    elif policy.allocation != "fifo":
         allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
     elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
         allocate = policy._fifo_x
@@ -413,7 +430,7 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
                                        np.array(policy.thr, dtype=np.float64).reshape(n, T),
                                        policy.steps_left, policy.N, policy.type_order,
                                        policy.allocation == "fifo", policy.iteration_s, policy.reset_s,
-                                       round(restore_s * NS), allocate, permute)
+                                       round(restore_s * NS), allocate, permute, waterfill_thr)
     except kernel.Stuck as e:
         raise PolicyError(policy.name, f"left {e.waiting} job(s) waiting on an idle cluster with no "
                                        f"arrival or wake-up to come (first: job {e.first})") from None
