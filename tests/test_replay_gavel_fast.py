@@ -100,7 +100,9 @@ def test_gavel_style_single_type_all_allocations():
     jobs = traces.gavel_jobs(60, jobs_per_hour=20, seed=4, gpu_types=("v100",))
     cluster = ReplayCluster.uniform(2, 4, "v100")
     for alloc in ("fifo", "maxmin", "maxmin-blind"):
-        same(jobs, cluster, lambda: GavelRounds(alloc))
+        same(jobs, cluster, lambda: GavelRounds(alloc))                     # (max-min: waterfill)
+    for alloc in ("maxmin", "maxmin-blind"):
+        same(jobs, cluster, lambda: GavelRounds(alloc, solver="highs"))     # HiGHS, called back
 
 
 def test_lp_callable_is_used_at_resets_only():
@@ -199,6 +201,15 @@ def test_waterfill_solver_bad_use():
         GavelRounds("maxmin", solver="waterfill", lp=lambda t, s, g: None)
     with pytest.raises(ParameterError, match="solver"):
         GavelRounds("maxmin", solver="clarabel")
+    # "auto" (the default): waterfill on one GPU type, HiGHS on several, the hook when given.
+    one = traces.gavel_jobs(5, jobs_per_hour=20, seed=4, gpu_types=("v100",))
+    for pol, c, expect in [(GavelRounds("maxmin"), ReplayCluster.uniform(2, 4, "v100"), True),
+                           (GavelRounds("maxmin"), cluster, False),
+                           (GavelRounds("maxmin", solver="highs"), ReplayCluster.uniform(2, 4, "v100"), False),
+                           (GavelRounds("maxmin", lp=lambda t, s, g: None), ReplayCluster.uniform(2, 4, "v100"), False),
+                           (GavelRounds("fifo"), ReplayCluster.uniform(2, 4, "v100"), False)]:
+        pol.reset(one if len(c.type_names) == 1 else jobs, c)
+        assert pol.waterfill is expect
     # A good call equals the kernel fed the same allocation through the callback.
     from magnum_lib.replay.fairness import maxmin_waterfill
 

@@ -9,8 +9,12 @@ deficits, whole steps, pauses). Every arithmetic step is the Python form's, in t
 order and in IEEE doubles, so the numbers are the same to the ns; tests/test_replay_gavel_fast.py
 checks it. The allocation at resets (``allocate``: the max-min LP, or Gavel's FIFO on
 several GPU types, which draws from its own ``random.Random``) and the blind policy's
-``random.Random(5)`` type orders (``permute``, in batches) are Python callables reached with
-the GIL; FIFO on one GPU type is computed here.
+``random.Random(5)`` type orders on several types (``permute``, in batches) are Python
+callables reached with the GIL; FIFO and the max-min allocation by progressive filling
+(``waterfill_thr``: ``fairness.maxmin_waterfill``, same float steps) on one GPU type are
+computed here. Each round ranks every type's list by merging the last ranking (kept while
+still in order, checked) with the jobs that ran or arrived since (sorted): the ranking is a
+strict total order, so this is the sort's result at a fraction of its cost.
 
 Entry point: :func:`run_gavel_rounds` (validated here; :func:`magnum_lib.replay.replay`
 calls it through ``gavel_rounds.run_compiled``).
@@ -399,7 +403,7 @@ cdef inline void put_entry(S* s, Py_ssize_t pos, int64_t j, Py_ssize_t t) noexce
 
 
 cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
-    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx[0..].
+    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
 
     Ranks by a merge: between resets a job's priority changes relative to the others only
     when it ran (all share the factor ``ran_all``), so the last ranking, minus the jobs that
@@ -442,7 +446,7 @@ cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
             continue                               # FIFO takes only jobs with priority > 0
         no += 1                                    # (both fixed from one reset to the next)
     sort_entries(s, base, no)
-    a, b, o = 0, base, 0                           # merge: positions into s.idx2, then s.idx
+    a, b, o = 0, base, 0                           # merge: positions into s.idx2
     while a < nk and b < base + no:
         if before(s, s.idx[b], a):
             s.idx2[o] = s.idx[b]
@@ -460,7 +464,6 @@ cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
         b += 1
         o += 1
     for k in range(o):
-        s.idx[k] = s.idx2[k]
         last[k] = s.ent_j[s.idx2[k]]
     s.nord[t] = o
     s.ord_upto[t] = s.known_upto
@@ -470,7 +473,7 @@ cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
 cdef int choose(S* s, double T) noexcept nogil:
     """One call of Gavel's ``_schedule_jobs_on_workers``: fills s.cj/ct/cr (s.nchosen)."""
     cdef double elapsed = T - s.last_reset, a
-    cdef Py_ssize_t t, k, m, o, i
+    cdef Py_ssize_t t, k, m, o
     cdef int64_t j, TT = s.T
     if s.need_update and (elapsed >= s.reset_s or s.last_reset == 0):
         for t in range(TT):                        # _reset_time_run_so_far
@@ -511,8 +514,7 @@ cdef int choose(S* s, double T) noexcept nogil:
         for k in range(m):                         # its scan (types one after the other)
             if s.left[t] == 0:
                 break                              # (the rest of this list is skipped)
-            i = s.idx[k]
-            j = s.ent_j[i]
+            j = s.ent_j[s.idx2[k]]
             if s.taken[j] or s.gpus[j] > s.left[t]:
                 continue
             s.left[t] -= s.gpus[j]

@@ -15,6 +15,20 @@ ran there); pairs are taken by priority, then X, then lowest id, a job gets at m
 type per round and only if all its GPUs of that type are free. Jobs keep their GPUs
 when re-chosen on the same type; the others are preempted.
 
+One GPU type without an LP (:func:`maxmin_waterfill`). With one type Gavel's split gives
+every job the whole type (``xp = 1``), so ``w_j = 1 / thr_j`` and job j's row is
+``z <= a_j x_j`` with ``a_j = w_j s_j thr_j`` (= s_j up to one rounding); ``thr_j = 0``
+leaves the row ``z <= 0`` and the bound ``x_j = 0``. The LP is max z s.t. z <= a_j x_j,
+0 <= x_j <= 1, sum_j s_j x_j <= N. Its optimum is ``z* = min(min_j a_j, N / sum_j s_j / a_j)``
+(0 if a job has thr = 0). When ``N / sum_j s_j / a_j < min_j a_j`` the capacity binds and X
+is unique, ``x_j = z* / a_j`` (N / (m s_j) for m jobs); otherwise many X are optimal (HiGHS
+returns a vertex, Gavel's cvxpy/Clarabel an interior point) and we take the max-min fair
+one, by progressive filling: the levels ``a_j x_j`` rise together, a job stops at
+``x_j = 1``, the others share what is left. It is the unique lexicographic max-min X (its
+smallest level is z*, so it is optimal for the LP; tests/test_replay_waterfill.py checks
+it against HiGHS) and, unlike a solver's vertex, depends on no solver. A job with thr = 0
+keeps 0 and takes no GPUs.
+
 Themis-style finish-time fairness (Mahajan et al., NSDI 2020): each round jobs are
 ranked by their estimated rho = (time since submit + remaining run time) / T_id, with
 ``T_id = duration * max(1, N g / G)`` the run time on a 1/N share of the G GPUs (N =
