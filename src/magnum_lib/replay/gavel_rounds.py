@@ -40,7 +40,9 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
   (the unique X where the capacity binds, the lexicographic max-min X where X is not
   unique). On Philly VC 0e4a51 it agrees with Gavel's simulator at least as well as HiGHS
   (more finish times within 10 us, avg JCT closer: ``gavel_las`` in
-  benchmarks/bench_replay.py); ``solver="highs"`` keeps the LP.
+  benchmarks/bench_replay.py; on a 150-job slice of VC 103959 more finish times, avg JCT
+  1.4% apart against HiGHS's 0.55%: neither reproduces cvxpy's X where it is not unique);
+  ``solver="highs"`` keeps the LP.
 * **Round choice** (``_schedule_jobs_on_workers_helper``, no global queue): for each GPU
   type in the order v100, p100, k80 (shuffled each round by ``random.Random(5)`` for the
   blind policy, as Gavel seeds it), the (job, type) pairs are ranked by (priority,
