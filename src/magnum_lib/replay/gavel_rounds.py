@@ -437,7 +437,8 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     waterfill_thr = None
     if policy.waterfill:                 # the kernel's own max-min allocation (one type): the LP's thr
         allocate = None
-        waterfill_thr = np.ones(n) if policy.allocation == "maxmin-blind" else np.array(policy.thr, dtype=np.float64).reshape(n, T)[:, 0]
+        thr = np.array(policy.thr, dtype=np.float64).reshape(n, T)[:, 0]
+        waterfill_thr = np.ones(n) if policy.allocation == "maxmin-blind" else thr
     elif policy.allocation != "fifo":
         allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
     elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
