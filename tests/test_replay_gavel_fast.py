@@ -100,7 +100,9 @@ def test_gavel_style_single_type_all_allocations():
     jobs = traces.gavel_jobs(60, jobs_per_hour=20, seed=4, gpu_types=("v100",))
     cluster = ReplayCluster.uniform(2, 4, "v100")
     for alloc in ("fifo", "maxmin", "maxmin-blind"):
-        same(jobs, cluster, lambda: GavelRounds(alloc))
+        same(jobs, cluster, lambda: GavelRounds(alloc))                     # (max-min: waterfill)
+    for alloc in ("maxmin", "maxmin-blind"):
+        same(jobs, cluster, lambda: GavelRounds(alloc, solver="highs"))     # HiGHS, called back
 
 
 def test_lp_callable_is_used_at_resets_only():
@@ -130,6 +132,126 @@ def test_restore_time_and_forced_reset():
     np.testing.assert_array_equal(out.finish_s, [100, 200, 1100, 1200])
     jobs = make_jobs([0, 0, 10], [900, 100, 50], 1)
     same(jobs, ReplayCluster.uniform(1, 2), GavelFIFO, restore_s=5.0)
+
+
+# ------------------------------------------------------------------ the waterfill solver (one type)
+@pytest.mark.parametrize("allocation", ["maxmin", "maxmin-blind"])
+@pytest.mark.parametrize("vc,count,gpus", [("0e4a51", 250, 16), ("103959", 150, 16), ("ee9e8c", 150, 32)])
+def test_philly_vc_slices_waterfill(allocation, vc, count, gpus):
+    """The kernel's own max-min allocation (no callback) equals the Python form's
+    fairness.maxmin_waterfill bit for bit: identical replays."""
+    raw = traces.philly_jobs(vc, gpu_counts=[1, 2, 4, 8]).subset(slice(0, count)).shifted()
+    cluster = ReplayCluster.uniform(gpus // 4, 4)
+    raw = raw.subset(raw.num_gpus <= gpus)
+    make = lambda: GavelRounds(allocation, solver="waterfill")      # noqa: E731
+    same(raw, cluster, make)
+    ref, out = same(replay_peers.whole_seconds(raw), cluster, make)
+    assert np.any(out.preemptions > 0)                              # the allocation mattered
+
+
+def test_philly_waterfill_measured_steps():
+    raw = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4]).subset(slice(0, 120))
+    jobs, rate = replay_peers.measured_durations(raw)
+    for allocation in ("maxmin", "maxmin-blind"):
+        same(jobs, ReplayCluster.uniform(4, 4), lambda: GavelRounds(allocation, steps_per_s=rate, solver="waterfill"))
+
+
+def test_waterfill_allocation_is_called_in_the_kernel_not_back():
+    """With solver='waterfill' the kernel gets no allocate callback; the Python form calls
+    maxmin_waterfill at each reset (counted), and its X differs from HiGHS's vertex somewhere."""
+    import magnum_lib.replay.fairness as fairness
+
+    raw = traces.philly_jobs("103959", gpu_counts=[1, 2, 4, 8]).subset(slice(0, 150)).shifted()
+    jobs = replay_peers.whole_seconds(raw.subset(raw.num_gpus <= 16))   # (X not unique at ~90 resets)
+    cluster = ReplayCluster.uniform(4, 4)
+    seen = {"calls": 0, "differ": 0}
+    real = fairness.maxmin_waterfill
+
+    def spy(scale, num_gpus, thr=None):
+        x = real(scale, num_gpus, thr)
+        seen["calls"] += 1
+        h = fairness.maxmin_allocation(np.ones((len(scale), 1)), scale, [num_gpus])[:, 0]
+        seen["differ"] += int(not np.allclose(x, h, rtol=0, atol=1e-9))
+        return x
+
+    pol = GavelRounds("maxmin-blind", solver="waterfill")
+    try:
+        fairness.maxmin_waterfill = spy
+        ref = replay(jobs, cluster, pol, backend="python", progress=False)
+        calls = seen["calls"]
+        out = replay(jobs, cluster, GavelRounds("maxmin-blind", solver="waterfill"), progress=False)
+    finally:
+        fairness.maxmin_waterfill = real
+    assert out.backend == "compiled" and seen["calls"] == calls > 1 and seen["differ"] > 0
+    assert np.array_equal(ref.finish_s, out.finish_s)
+
+
+def test_waterfill_solver_bad_use():
+    from magnum_lib.engine.errors import ParameterError
+
+    jobs, thr = replay_peers.gavel_hetero_jobs(10, 6, 1)
+    cluster = ReplayCluster.from_counts(replay_peers.GAVEL_TYPES, 4)
+    for backend in ("python", None):
+        with pytest.raises(ParameterError, match="one GPU type") as e:
+            replay(jobs, cluster, GavelRounds("maxmin", solver="waterfill"), backend=backend)
+        assert e.value.name == "solver"
+    with pytest.raises(ParameterError, match="solver"):
+        GavelRounds("fifo", solver="waterfill")
+    with pytest.raises(ParameterError, match="solver"):
+        GavelRounds("maxmin", solver="waterfill", lp=lambda t, s, g: None)
+    with pytest.raises(ParameterError, match="solver"):
+        GavelRounds("maxmin", solver="clarabel")
+    # "auto" (the default): waterfill on one GPU type, HiGHS on several, the hook when given.
+    one = traces.gavel_jobs(5, jobs_per_hour=20, seed=4, gpu_types=("v100",))
+    for pol, c, expect in [(GavelRounds("maxmin"), ReplayCluster.uniform(2, 4, "v100"), True),
+                           (GavelRounds("maxmin"), cluster, False),
+                           (GavelRounds("maxmin", solver="highs"), ReplayCluster.uniform(2, 4, "v100"), False),
+                           (GavelRounds("maxmin", lp=lambda t, s, g: None), ReplayCluster.uniform(2, 4, "v100"), False),
+                           (GavelRounds("fifo"), ReplayCluster.uniform(2, 4, "v100"), False)]:
+        pol.reset(one if len(c.type_names) == 1 else jobs, c)
+        assert pol.waterfill is expect
+    # A good call equals the kernel fed the same allocation through the callback.
+    from magnum_lib.replay.fairness import maxmin_waterfill
+
+    out = kernel.run_gavel_rounds(**kernel_args(fifo=False, waterfill_thr=np.ones(2)))
+    back = kernel.run_gavel_rounds(**kernel_args(fifo=False, allocate=lambda ids: maxmin_waterfill(
+        np.ones(len(ids)), 1)[:, None]))
+    assert out["finish"].tolist() == back["finish"].tolist() == [5 * 10**9, 6 * 10**9]
+
+
+@st.composite
+def one_type_traces(draw):
+    n = draw(st.integers(1, 16))
+    N = draw(st.integers(1, 8))
+    submit = sorted(draw(st.lists(st.integers(0, 3000), min_size=n, max_size=n)))
+    dur = draw(st.lists(st.integers(1, 1500), min_size=n, max_size=n))
+    frac = draw(st.booleans())
+    dur = [d + (0.37 if frac else 0.0) for d in dur]
+    gpus = [draw(st.sampled_from([g for g in (1, 2, 3, 4, 8) if g <= N] or [1])) for _ in range(n)]
+    alloc = draw(st.sampled_from(["maxmin", "maxmin-blind"]))
+    steps = None
+    if draw(st.booleans()):
+        steps = [draw(st.sampled_from([0.1, 1 / 7, 0.9, 1.0, 2.5])) for _ in range(n)]
+    return submit, dur, gpus, N, alloc, steps
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_type_traces())
+def test_random_one_type_traces_waterfill_agree(case):
+    submit, dur, gpus, N, alloc, steps = case
+    jobs = make_jobs(submit, dur, gpus)
+    cluster = ReplayCluster.from_counts({"v100": N}, 1)
+    make = lambda: GavelRounds(alloc, steps_per_s=steps, solver="waterfill")     # noqa: E731
+    try:
+        ref = replay(jobs, cluster, make(), backend="python", progress=False)
+    except (RuntimeError, PolicyError) as e:       # the Python form's own limits: the same here
+        with pytest.raises(type(e)):
+            replay(jobs, cluster, make(), progress=False)
+        return
+    out = replay(jobs, cluster, make(), progress=False)
+    assert out.backend == "compiled"
+    for f in ("finish_s", "start_s", "preemptions", "util_t_s", "util_busy"):
+        assert np.array_equal(getattr(ref, f), getattr(out, f)), f
 
 
 # ------------------------------------------------------------------ random traces
@@ -229,6 +351,13 @@ BAD = {
     "maxmin-no-lp": "dict(fifo=False)",
     "maxmin-bad-lp": "dict(fifo=False, allocate=lambda ids: 'x')",
     "bad-permute": "dict(fifo=False, allocate=lambda ids: np.ones((len(ids), 1)), permute=lambda k: [[5]] * k)",
+    "waterfill-fifo": "dict(waterfill_thr=np.ones(2))",
+    "waterfill-short": "dict(fifo=False, waterfill_thr=np.ones(1))",
+    "waterfill-nan": "dict(fifo=False, waterfill_thr=np.array([np.nan, 1.0]))",
+    "waterfill-negative": "dict(fifo=False, waterfill_thr=np.array([-1.0, 1.0]))",
+    "waterfill-and-lp": "dict(fifo=False, waterfill_thr=np.ones(2), allocate=lambda ids: np.ones((len(ids), 1)))",
+    "waterfill-two-types": "dict(fifo=False, waterfill_thr=np.ones(2), type_gpus=np.array([1, 1], np.int64), "
+                           "type_order=np.array([0, 1], np.int64), speed=np.ones((2, 2)), thr=np.ones((2, 2)))",
     "restore-negative": "dict(restore_ns=-1)",
     "round-zero": "dict(iteration_s=0.0)",
     "reset-nan": "dict(reset_s=float('nan'))",

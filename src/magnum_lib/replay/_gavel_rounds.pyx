@@ -9,8 +9,12 @@ deficits, whole steps, pauses). Every arithmetic step is the Python form's, in t
 order and in IEEE doubles, so the numbers are the same to the ns; tests/test_replay_gavel_fast.py
 checks it. The allocation at resets (``allocate``: the max-min LP, or Gavel's FIFO on
 several GPU types, which draws from its own ``random.Random``) and the blind policy's
-``random.Random(5)`` type orders (``permute``, in batches) are Python callables reached with
-the GIL; FIFO on one GPU type is computed here.
+``random.Random(5)`` type orders on several types (``permute``, in batches) are Python
+callables reached with the GIL; FIFO and the max-min allocation by progressive filling
+(``waterfill_thr``: ``fairness.maxmin_waterfill``, same float steps) on one GPU type are
+computed here. Each round ranks every type's list by merging the last ranking (kept while
+still in order, checked) with the jobs that ran or arrived since (sorted): the ranking is a
+strict total order, so this is the sort's result at a fraction of its cost.
 
 Entry point: :func:`run_gavel_rounds` (validated here; :func:`magnum_lib.replay.replay`
 calls it through ``gavel_rounds.run_compiled``).
@@ -53,6 +57,9 @@ cdef struct S:
     const double* thr         # n x T (Gavel's steps/s)
     const int64_t* N          # GPUs per type
     const int64_t* type_order
+    const double* wf_thr      # the max-min LP's thr per job (waterfill), NULL: allocate is called
+    double* wf_a              # its coefficient a_j = ((1 / thr_j) s_j) thr_j (0 where thr_j = 0)
+    uint8_t* wf_frozen        # per active position: x = 1
     # engine state
     int64_t* rem
     int64_t* overhead
@@ -105,9 +112,14 @@ cdef struct S:
     double* ent_a
     int64_t* idx
     int64_t* idx2
-    int64_t* qj               # the queue: entries' job, type, priority
-    int64_t* qt
-    double* qp
+    # each type's list as last ranked (job ids), to rank the next round's list by a merge
+    int64_t* ord              # T x n
+    Py_ssize_t* nord          # T
+    Py_ssize_t* ord_upto      # T: jobs < this id were known when it was ranked
+    uint8_t* moved            # job ran (or arrived) since the last ranking
+    int64_t* mv               # those jobs
+    Py_ssize_t nmv
+    bint rerank               # an allocation reset since the last ranking: rank all anew
     int64_t* left
     uint8_t* taken
     int64_t* cj               # chosen: job, type, runs
@@ -282,6 +294,45 @@ cdef void fifo_allocation(S* s) noexcept nogil:
         s.in_alloc[j] = 1
 
 
+cdef void waterfill(S* s) noexcept nogil:
+    """``fairness.maxmin_waterfill`` on the active jobs (one type), the same float steps in
+    the same order (so the same bits): progressive filling of the levels a_j x_j."""
+    cdef Py_ssize_t k, na = s.na
+    cdef int64_t j
+    cdef double N = <double> s.N[0], level = 0.0, left, per_level, v
+    cdef bint grew
+    for k in range(na):
+        s.wf_frozen[k] = 0
+    while N > 0.0:
+        left = N
+        per_level = 0.0
+        for k in range(na):
+            j = s.active[k]
+            if s.wf_frozen[k]:
+                left -= <double> s.gpus[j]
+            elif s.wf_thr[j] > 0.0:
+                per_level += <double> s.gpus[j] / s.wf_a[j]
+        if per_level == 0.0:
+            break
+        level = left / per_level
+        grew = False
+        for k in range(na):
+            j = s.active[k]
+            if not s.wf_frozen[k] and s.wf_thr[j] > 0.0 and s.wf_a[j] <= level:
+                s.wf_frozen[k] = 1
+                grew = True
+        if not grew:
+            break
+    for k in range(na):
+        j = s.active[k]
+        v = 0.0
+        if N > 0.0 and s.wf_thr[j] > 0.0:
+            v = level / s.wf_a[j]
+            v = 1.0 if s.wf_frozen[k] else (v if v > 0.0 else 0.0)
+        s.alloc[j] = v
+        s.in_alloc[j] = 1
+
+
 cdef inline bint before(S* s, int64_t x, int64_t y) noexcept nogil:
     """Entry x ranks before entry y: (priority, deficit, allocation) larger; ties: earlier."""
     if s.ent_p[x] != s.ent_p[y]:
@@ -290,17 +341,18 @@ cdef inline bint before(S* s, int64_t x, int64_t y) noexcept nogil:
         return s.ent_d[x] > s.ent_d[y]
     if s.ent_a[x] != s.ent_a[y]:
         return s.ent_a[x] > s.ent_a[y]
-    return x < y
+    return s.ent_j[x] < s.ent_j[y]
 
 
-cdef void sort_entries(S* s, Py_ssize_t m) noexcept nogil:
-    """Stable merge sort of entry positions 0..m-1 into s.idx (Python's sort, reverse=True)."""
+cdef void sort_entries(S* s, Py_ssize_t base, Py_ssize_t m) noexcept nogil:
+    """Merge sort of entry positions base..base+m-1 into s.idx[base..] by :func:`before`
+    (a strict total order: Python's stable sort, reverse=True, of entries in arrival order)."""
     cdef Py_ssize_t k, width, lo, mid, hi, a, b, o
-    cdef int64_t* src = s.idx
-    cdef int64_t* dst = s.idx2
+    cdef int64_t* src = s.idx + base
+    cdef int64_t* dst = s.idx2 + base
     cdef int64_t* tmp
     for k in range(m):
-        src[k] = k
+        src[k] = base + k
     width = 1
     while width < m:
         lo = 0
@@ -329,17 +381,100 @@ cdef void sort_entries(S* s, Py_ssize_t m) noexcept nogil:
         src = dst
         dst = tmp
         width *= 2
-    if src != s.idx:
+    if src != s.idx + base:
         for k in range(m):
-            s.idx[k] = src[k]
+            s.idx[base + k] = src[k]
+
+
+cdef inline void put_entry(S* s, Py_ssize_t pos, int64_t j, Py_ssize_t t) noexcept nogil:
+    """Entry ``pos``: job j on type t with Gavel's priority, deficit and allocation."""
+    cdef int64_t TT = s.T
+    cdef bint has = s.in_alloc[j]
+    cdef double a = s.alloc[j * TT + t] if has else 0.0, frac, p
+    if not has or a == 0.0:
+        p = 0.0
+    else:
+        frac = 0.0 if s.ran_all[t] == 0.0 else s.ran[j * TT + t] / s.ran_all[t]
+        p = a / frac if frac > 0.0 else a * 1e9
+    s.ent_j[pos] = j
+    s.ent_p[pos] = p
+    s.ent_d[pos] = s.deficit[j * TT + t]
+    s.ent_a[pos] = a
+
+
+cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
+    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
+
+    Ranks by a merge: between resets a job's priority changes relative to the others only
+    when it ran (all share the factor ``ran_all``), so the last ranking, minus the jobs that
+    ran or arrived since, is nearly in order. Entries are taken in that order while they
+    stay in order (checked with :func:`before`: whatever rounding does, an entry out of
+    order goes with the rest), the rest are sorted, and the two are merged. ``before`` is
+    a strict total order, so the result is the sort's whatever the start. Returns its length."""
+    cdef Py_ssize_t n = s.n, i, k, nk = 0, no = 0, base = n, a, b, o
+    cdef int64_t j
+    cdef int64_t* last = s.ord + t * n
+    if s.rerank:                                   # after a reset: every job anew
+        s.nord[t] = 0
+        s.ord_upto[t] = 0
+    for i in range(s.nord[t]):                     # the last ranking, in order while it stays so
+        j = last[i]
+        if not s.act_flag[j]:
+            continue
+        if s.moved[j]:
+            put_entry(s, base + no, j, t)
+            no += 1
+            continue
+        put_entry(s, nk, j, t)
+        if nk and before(s, nk, nk - 1):           # out of order: with the rest
+            s.ent_j[base + no] = s.ent_j[nk]
+            s.ent_p[base + no] = s.ent_p[nk]
+            s.ent_d[base + no] = s.ent_d[nk]
+            s.ent_a[base + no] = s.ent_a[nk]
+            no += 1
+        else:
+            nk += 1
+    k = s.na
+    while k > 0 and s.active[k - 1] >= s.ord_upto[t]:
+        k -= 1
+    for i in range(k, s.na):                       # arrivals since: with the rest
+        j = s.active[i]
+        if s.thr[j * s.T + t] <= 0 or s.gpus[j] > s.N[t]:
+            continue                               # never taken on this type
+        put_entry(s, base + no, j, t)
+        if s.fifo and s.ent_p[base + no] <= 0.0:
+            continue                               # FIFO takes only jobs with priority > 0
+        no += 1                                    # (both fixed from one reset to the next)
+    sort_entries(s, base, no)
+    a, b, o = 0, base, 0                           # merge: positions into s.idx2
+    while a < nk and b < base + no:
+        if before(s, s.idx[b], a):
+            s.idx2[o] = s.idx[b]
+            b += 1
+        else:
+            s.idx2[o] = a
+            a += 1
+        o += 1
+    while a < nk:
+        s.idx2[o] = a
+        a += 1
+        o += 1
+    while b < base + no:
+        s.idx2[o] = s.idx[b]
+        b += 1
+        o += 1
+    for k in range(o):
+        last[k] = s.ent_j[s.idx2[k]]
+    s.nord[t] = o
+    s.ord_upto[t] = s.known_upto
+    return o
 
 
 cdef int choose(S* s, double T) noexcept nogil:
     """One call of Gavel's ``_schedule_jobs_on_workers``: fills s.cj/ct/cr (s.nchosen)."""
-    cdef double elapsed = T - s.last_reset, a, frac, p
-    cdef Py_ssize_t t, k, m, nq = 0, o
+    cdef double elapsed = T - s.last_reset, a
+    cdef Py_ssize_t t, k, m, o
     cdef int64_t j, TT = s.T
-    cdef bint has
     if s.need_update and (elapsed >= s.reset_s or s.last_reset == 0):
         for t in range(TT):                        # _reset_time_run_so_far
             s.ran_all[t] = 0.0
@@ -352,11 +487,14 @@ cdef int choose(S* s, double T) noexcept nogil:
         s.last_reset = T
         if s.fifo and s.allocate == NULL:
             fifo_allocation(s)
+        elif s.wf_thr != NULL:
+            waterfill(s)
         elif s.na:
             if call_allocate(s) < 0:
                 s.err = E_PY
                 return -1
         s.need_update = False
+        s.rerank = True                            # deficits and allocations changed
     if s.permute != NULL:
         if s.perm_at == s.nperm and call_permute(s) < 0:
             s.err = E_PY
@@ -367,47 +505,28 @@ cdef int choose(S* s, double T) noexcept nogil:
     else:
         for t in range(TT):
             s.order[t] = s.type_order[t]
-    for o in range(TT):                            # _update_priorities, one ranked list per type
-        t = s.order[o]
-        m = 0
-        for k in range(s.na):
-            j = s.active[k]
-            if s.thr[j * TT + t] <= 0:             # never taken on this type (the scan skips it)
-                continue
-            has = s.in_alloc[j]
-            a = s.alloc[j * TT + t] if has else 0.0
-            if not has or a == 0.0:
-                p = 0.0
-            else:
-                frac = 0.0 if s.ran_all[t] == 0.0 else s.ran[j * TT + t] / s.ran_all[t]
-                p = a / frac if frac > 0.0 else a * 1e9
-            if s.fifo and p <= 0.0:                # FIFO takes only jobs with priority > 0
-                continue
-            s.ent_j[m] = j
-            s.ent_p[m] = p
-            s.ent_d[m] = s.deficit[j * TT + t]
-            s.ent_a[m] = a
-            m += 1
-        sort_entries(s, m)
-        for k in range(m):
-            s.qj[nq] = s.ent_j[s.idx[k]]
-            s.qt[nq] = t
-            s.qp[nq] = s.ent_p[s.idx[k]]
-            nq += 1
     for t in range(TT):
         s.left[t] = s.N[t]
     s.nchosen = 0
-    for k in range(nq):
-        j = s.qj[k]
-        t = s.qt[k]
-        if s.left[t] == 0 or s.taken[j] or s.gpus[j] > s.left[t]:
-            continue
-        s.left[t] -= s.gpus[j]
-        s.taken[j] = 1
-        s.cj[s.nchosen] = j
-        s.ct[s.nchosen] = t
-        s.cr[s.nchosen] = s.in_alloc[j]
-        s.nchosen += 1
+    for o in range(TT):                            # _update_priorities, one ranked list per type
+        t = s.order[o]
+        m = rank_list(s, t)
+        for k in range(m):                         # its scan (types one after the other)
+            if s.left[t] == 0:
+                break                              # (the rest of this list is skipped)
+            j = s.ent_j[s.idx2[k]]
+            if s.taken[j] or s.gpus[j] > s.left[t]:
+                continue
+            s.left[t] -= s.gpus[j]
+            s.taken[j] = 1
+            s.cj[s.nchosen] = j
+            s.ct[s.nchosen] = t
+            s.cr[s.nchosen] = s.in_alloc[j]
+            s.nchosen += 1
+    for k in range(s.nmv):
+        s.moved[s.mv[k]] = 0
+    s.nmv = 0
+    s.rerank = False
     for k in range(s.nchosen):
         s.taken[s.cj[k]] = 0
     return 0
@@ -465,6 +584,10 @@ cdef int schedule(S* s) noexcept nogil:
             run = s.rs_end[j] - s.round_start
             s.ran[j * TT + t] += run
             s.ran_all[t] += run
+            if not s.moved[j]:
+                s.moved[j] = 1
+                s.mv[s.nmv] = j
+                s.nmv += 1
             s.steps_left[j] -= s.rs_steps[j]
         nr = 0
         for k in range(s.nround):
@@ -666,14 +789,16 @@ cdef int grow(int64_t** a, double** b, Py_ssize_t* cap) noexcept nogil:
 
 def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order,
                      bint fifo, double iteration_s, double reset_s, restore_ns, allocate=None,
-                     permute=None):
+                     permute=None, waterfill_thr=None):
     """Replay under Gavel's round mechanism on GPUs pooled per type (see the module docstring).
 
     ``speed``, ``thr``: jobs x types (engine speed, Gavel's steps/s); ``steps_left``: each
     job's steps; ``type_gpus``: GPUs per type; ``type_order``: Gavel's type order (a
     permutation); ``fifo``: FIFO (only jobs with priority > 0 run; allocated here on one
     type when ``allocate`` is None) or max-min; ``allocate(ids) -> X`` (active x types) at
-    allocation resets; ``permute(k)``: k type orders (the blind policy) or None.
+    allocation resets; ``permute(k)``: k type orders (the blind policy) or None;
+    ``waterfill_thr`` (one type, max-min): the LP's thr per job, allocated here by progressive
+    filling (``fairness.maxmin_waterfill``) instead of calling ``allocate``.
     Returns the dict of :func:`magnum_lib.replay.engine_ref.run`. Raises ValueError on bad
     input, PolicyStuck / RuntimeError as the Python form does.
     """
@@ -716,8 +841,15 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
         raise ValueError("restore_ns must be >= 0")
     if fifo and T != 1 and not callable(allocate):
         raise ValueError("the kernel's own FIFO allocation is for one GPU type (give allocate)")
-    if not fifo and not callable(allocate):
-        raise ValueError("the max-min allocation needs allocate(ids) -> X")
+    wf_np = None
+    if waterfill_thr is not None:
+        wf_np = np.ascontiguousarray(waterfill_thr, dtype=np.float64)
+        if fifo or T != 1 or allocate is not None:
+            raise ValueError("waterfill_thr is the max-min allocation on one GPU type (no allocate)")
+        if wf_np.shape != (n,) or not (np.all(np.isfinite(wf_np)) and np.all(wf_np >= 0) and np.all(wf_np <= 1e12)):
+            raise ValueError("waterfill_thr must be finite throughputs in [0, 1e12], one per job")
+    elif not fifo and not callable(allocate):
+        raise ValueError("the max-min allocation needs allocate(ids) -> X (or waterfill_thr)")
     if allocate is not None and not callable(allocate):
         raise ValueError("allocate must be a function allocate(ids) -> X, or None")
     if permute is not None and not callable(permute):
@@ -763,15 +895,17 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     cdef double[::1] rs_steps = np.zeros(m)
     cdef double[::1] rs_end = np.zeros(m)
     cdef int64_t[::1] rlist = i64(m)
-    cdef int64_t[::1] ent_j = i64(m)
-    cdef double[::1] ent_p = np.zeros(m)
-    cdef double[::1] ent_d = np.zeros(m)
-    cdef double[::1] ent_a = np.zeros(m)
-    cdef int64_t[::1] idx = i64(m)
-    cdef int64_t[::1] idx2 = i64(m)
-    cdef int64_t[::1] qj = i64(m * T)
-    cdef int64_t[::1] qt = i64(m * T)
-    cdef double[::1] qp = np.zeros(m * T)
+    cdef int64_t[::1] ent_j = i64(2 * m)          # (kept entries at 0.., the rest at m..)
+    cdef double[::1] ent_p = np.zeros(2 * m)
+    cdef double[::1] ent_d = np.zeros(2 * m)
+    cdef double[::1] ent_a = np.zeros(2 * m)
+    cdef int64_t[::1] idx = i64(2 * m)
+    cdef int64_t[::1] idx2 = i64(2 * m)
+    cdef int64_t[::1] ordv = i64(m * T)
+    cdef Py_ssize_t[::1] nord = np.zeros(T, np.intp)
+    cdef Py_ssize_t[::1] ord_upto = np.zeros(T, np.intp)
+    cdef uint8_t[::1] moved = np.zeros(m, np.uint8)
+    cdef int64_t[::1] mv = i64(m)
     cdef int64_t[::1] left = i64(T)
     cdef uint8_t[::1] taken = np.zeros(m, np.uint8)
     cdef int64_t[::1] cj = i64(m)
@@ -782,6 +916,14 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     cdef int64_t[::1] dpre = i64(m)
     cdef int64_t[::1] dstart = i64(m)
     cdef int64_t[::1] dstype = i64(m)
+    cdef const double[::1] wfv = wf_np if (wf_np is not None and n) else np.zeros(1)
+    cdef double[::1] wf_a = np.zeros(m)
+    cdef uint8_t[::1] wf_frozen = np.zeros(m, np.uint8)
+    cdef Py_ssize_t q
+    cdef double tq
+    for q in range(n if wf_np is not None else 0):      # the LP's coefficient, as maxmin_waterfill's
+        tq = wfv[q]
+        wf_a[q] = ((1.0 / tq) * <double> gpv[q]) * tq if tq > 0.0 else 0.0
     errbox, holder = [], [None]
     cdef S s
     s.n, s.T, s.fifo = n, T, fifo
@@ -790,6 +932,8 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     s.last_submit = int(sub[n - 1]) if n else 0
     s.submit, s.gpus, s.speed, s.thr = &subv[0], &gpv[0], &spv[0, 0], &thv[0, 0]
     s.N, s.type_order = &ng[0], &tov[0]
+    s.wf_thr = &wfv[0] if wf_np is not None else NULL
+    s.wf_a, s.wf_frozen = &wf_a[0], &wf_frozen[0]
     s.rem, s.overhead, s.erate, s.status, s.jtype = &rem[0], &overhead[0], &erate[0], &status[0], &jtype[0]
     s.first, s.fin, s.pre, s.free_t = &first[0], &fin[0], &pre[0], &free_t[0]
     s.running, s.run_pos, s.nrun, s.now = &running[0], &run_pos[0], 0, 0
@@ -802,7 +946,9 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     s.round_set, s.round_end, s.round_start, s.stop_set, s.round_stop = False, 0, 0.0, False, 0.0
     s.need_update, s.last_reset = True, 0.0
     s.ent_j, s.ent_p, s.ent_d, s.ent_a = &ent_j[0], &ent_p[0], &ent_d[0], &ent_a[0]
-    s.idx, s.idx2, s.qj, s.qt, s.qp = &idx[0], &idx2[0], &qj[0], &qt[0], &qp[0]
+    s.idx, s.idx2 = &idx[0], &idx2[0]
+    s.ord, s.nord, s.ord_upto, s.moved, s.mv, s.nmv = &ordv[0], &nord[0], &ord_upto[0], &moved[0], &mv[0], 0
+    s.rerank = True
     s.left, s.taken, s.cj, s.ct, s.cr = &left[0], &taken[0], &cj[0], &ct[0], &cr[0]
     s.nchosen, s.run_type, s.order = 0, &run_type[0], &order[0]
     s.perms, s.nperm, s.perm_at = NULL, 0, 0

@@ -15,6 +15,20 @@ ran there); pairs are taken by priority, then X, then lowest id, a job gets at m
 type per round and only if all its GPUs of that type are free. Jobs keep their GPUs
 when re-chosen on the same type; the others are preempted.
 
+One GPU type without an LP (:func:`maxmin_waterfill`). With one type Gavel's split gives
+every job the whole type (``xp = 1``), so ``w_j = 1 / thr_j`` and job j's row is
+``z <= a_j x_j`` with ``a_j = w_j s_j thr_j`` (= s_j up to one rounding); ``thr_j = 0``
+leaves the row ``z <= 0`` and the bound ``x_j = 0``. The LP is max z s.t. z <= a_j x_j,
+0 <= x_j <= 1, sum_j s_j x_j <= N. Its optimum is ``z* = min(min_j a_j, N / sum_j s_j / a_j)``
+(0 if a job has thr = 0). When ``N / sum_j s_j / a_j < min_j a_j`` the capacity binds and X
+is unique, ``x_j = z* / a_j`` (N / (m s_j) for m jobs); otherwise many X are optimal (HiGHS
+returns a vertex, Gavel's cvxpy/Clarabel an interior point) and we take the max-min fair
+one, by progressive filling: the levels ``a_j x_j`` rise together, a job stops at
+``x_j = 1``, the others share what is left. It is the unique lexicographic max-min X (its
+smallest level is z*, so it is optimal for the LP; tests/test_replay_waterfill.py checks
+it against HiGHS) and, unlike a solver's vertex, depends on no solver. A job with thr = 0
+keeps 0 and takes no GPUs.
+
 Themis-style finish-time fairness (Mahajan et al., NSDI 2020): each round jobs are
 ranked by their estimated rho = (time since submit + remaining run time) / T_id, with
 ``T_id = duration * max(1, N g / G)`` the run time on a 1/N share of the G GPUs (N =
@@ -25,11 +39,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import check_positive
+from magnum_lib.engine.errors import ParameterError, check_positive
 from magnum_lib.replay.api import Policy
 from magnum_lib.replay.policies import BUILTIN, _give_in_order
 
-__all__ = ["GavelMaxMin", "FinishTimeFairness", "maxmin_allocation"]
+__all__ = ["GavelMaxMin", "FinishTimeFairness", "maxmin_allocation", "maxmin_waterfill"]
 
 
 def maxmin_allocation(thr, scale, num_gpus_by_type):
@@ -50,6 +64,70 @@ def maxmin_allocation(thr, scale, num_gpus_by_type):
     if res.status != 0:
         raise RuntimeError(f"Gavel LP failed: {res.message}")
     return np.clip(res.x[:-1].reshape(m, T), 0.0, 1.0)
+
+
+def maxmin_waterfill(scale, num_gpus, thr=None):
+    """Gavel's max-min LP on ONE GPU type without an LP solver: the max-min fair X (1-D).
+
+    ``scale``: each job's GPU count s_j (> 0); ``num_gpus``: the type's GPUs N (>= 0);
+    ``thr``: each job's throughput on the type (>= 0; None: all 1, the blind policy).
+    Progressive filling (see the module docstring): the level ``a_j x_j`` of every job
+    with ``thr > 0`` rises together; a job stops at ``x_j = 1`` (level ``a_j``), the rest
+    share what capacity is left, ``x_j = L / a_j``; a job with ``thr == 0`` keeps 0.
+    ``a_j = ((1 / thr_j) s_j) thr_j`` is the LP's own coefficient (``w_j s_j thr_j`` with
+    ``w_j = 1 / thr_j``: s_j up to one rounding), so both solve the same LP.
+
+    Written as the compiled kernel computes it (``replay/_gavel_rounds.pyx``, ``waterfill``):
+    the same float operations in the same order, so both give the same bits.
+    """
+    s = _float_list("scale", scale, 0.0, 2.0 ** 40, low_open=True)
+    m = len(s)
+    if not (isinstance(num_gpus, (int, float, np.integer, np.floating)) and 0 <= num_gpus <= 2 ** 40):
+        raise ParameterError("num_gpus", f"must be a GPU count in [0, 2^40], got {str(num_gpus)[:40]!r}")
+    th = [1.0] * m if thr is None else _float_list("thr", thr, 0.0, 1e12)
+    if len(th) != m:
+        raise ParameterError("thr", f"needs one throughput per job ({m}), got {len(th)}")
+    N = float(num_gpus)
+    a = [((1.0 / t) * sj) * t if t > 0.0 else 0.0 for sj, t in zip(s, th)]
+    frozen = [False] * m
+    level = 0.0
+    while N > 0.0:
+        left, per_level = N, 0.0        # capacity left; GPUs one unit of level takes (d/dL sum s_j x_j)
+        for j in range(m):
+            if frozen[j]:
+                left -= s[j]
+            elif th[j] > 0.0:
+                per_level += s[j] / a[j]
+        if per_level == 0.0:            # every job is at x = 1
+            break
+        level = left / per_level
+        grew = False
+        for j in range(m):              # jobs the level reaches stop at x = 1
+            if not frozen[j] and th[j] > 0.0 and a[j] <= level:
+                frozen[j] = grew = True
+        if not grew:
+            break
+    x = np.zeros(m)
+    for j in range(m):
+        if N > 0.0 and th[j] > 0.0:
+            v = level / a[j]
+            x[j] = 1.0 if frozen[j] else (v if v > 0.0 else 0.0)
+    return x
+
+
+def _float_list(name, values, lo, hi, low_open=False):
+    """``values`` as a list of floats in [lo, hi] (``low_open``: > lo), else ParameterError."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(name, f"must be numbers, got {str(values)[:40]!r}") from None
+    if arr.ndim != 1:
+        raise ParameterError(name, f"must be one number per job (1-D), got shape {arr.shape}")
+    ok = np.isfinite(arr) & (arr <= hi) & ((arr > lo) if low_open else (arr >= lo))
+    if not np.all(ok):
+        raise ParameterError(name, f"must be finite numbers in {'(' if low_open else '['}{lo:g}, {hi:g}], "
+                                   f"got {arr[~ok][0]!r}")
+    return arr.tolist()
 
 
 def _maxmin_lp(thr, scale, N, w):

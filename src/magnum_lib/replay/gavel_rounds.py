@@ -35,6 +35,14 @@ itself) with Gavel's FIFO (:class:`GavelFIFO`) or max-min fairness LP allocation
   :func:`~magnum_lib.replay.fairness.maxmin_allocation` on the jobs' steps/s (blind: on
   ones), recomputed at resets as above; ``lp`` may replace the solver (the peer test plugs
   in Gavel's own cvxpy code: the LP's optimum is unique, its solution X often is not).
+  On one GPU type the default (``solver="auto"``) is no LP at all:
+  :func:`~magnum_lib.replay.fairness.maxmin_waterfill`, the LP's max-min fair solution
+  (the unique X where the capacity binds, the lexicographic max-min X where X is not
+  unique). On Philly VC 0e4a51 it agrees with Gavel's simulator at least as well as HiGHS
+  (more finish times within 10 us, avg JCT closer: ``gavel_las`` in
+  benchmarks/bench_replay.py; on a 150-job slice of VC 103959 more finish times, avg JCT
+  1.4% apart against HiGHS's 0.55%: neither reproduces cvxpy's X where it is not unique);
+  ``solver="highs"`` keeps the LP.
 * **Round choice** (``_schedule_jobs_on_workers_helper``, no global queue): for each GPU
   type in the order v100, p100, k80 (shuffled each round by ``random.Random(5)`` for the
   blind policy, as Gavel seeds it), the (job, type) pairs are ranked by (priority,
@@ -65,8 +73,12 @@ Two forms. This class is the readable reference: it runs in the Python replay lo
 placement other than ``pooled``, shared GPUs or a type mask. Otherwise :func:`~magnum_lib.replay.replay`
 runs :func:`run_compiled`: ``replay/_gavel_rounds.pyx`` inlines this policy into the replay
 loop in one nogil kernel, with the same arithmetic in the same order, and calls back into
-Python only for the LP (``lp`` or ours, at allocation resets) and for the blind policy's
-``random.Random(5)`` type orders (in batches, in the order this class draws them). Parity
+Python only for the LP (``lp`` or HiGHS, at allocation resets) and for the blind policy's
+``random.Random(5)`` type orders on several types (in batches, in the order this class
+draws them; on one type shuffling ``[0]`` draws nothing, so nothing is called). FIFO and
+the waterfill allocation on one type are computed in the kernel: no Python at all. Each
+type's ranked list is built by merging the last round's ranking (still in order, checked)
+with the jobs that ran or arrived since, which gives the sort's order exactly. Parity
 (tests/test_replay_gavel_fast.py): finish and start times to the ns, preemptions and the
 utilization step function are identical on Philly VC slices, Tiresias' 60 jobs, Gavel-style
 heterogeneous traces (unit and measured steps) and random small traces.
@@ -104,12 +116,19 @@ class GavelRounds(Policy):
         second on the reference type (speed 1).
     lp : callable or None
         ``lp(thr, scale, gpus_by_type) -> X`` for the max-min allocations (default: ours).
+    solver : "auto", "highs" or "waterfill"
+        Our max-min allocation: Gavel's LP solved by HiGHS, or (one GPU type only) its
+        max-min fair solution by progressive filling,
+        :func:`~magnum_lib.replay.fairness.maxmin_waterfill` (same optimum; where the LP's
+        X is not unique, the max-min fair one). "auto": waterfill on one GPU type, HiGHS on
+        several (waterfill agrees with Gavel's simulator at least as well as HiGHS on
+        Philly VC 0e4a51: benchmarks/bench_replay.py ``gavel_las``).
     """
 
     round_s = None      # called at every event; the policy keeps Gavel's round clock
 
     def __init__(self, allocation: str = "fifo", round_s: float = 360.0, reset_interval_s: float = 1920.0,
-                 steps_per_s=None, lp=None):
+                 steps_per_s=None, lp=None, solver: str = "auto"):
         self.allocation = check_choice("allocation", allocation, ("fifo", "maxmin", "maxmin-blind"))
         self.name = {"fifo": "gavel-fifo", "maxmin": "gavel-rounds", "maxmin-blind": "gavel-rounds-blind"}[allocation]
         self.iteration_s = check_positive("round_s", round_s)
@@ -124,6 +143,10 @@ class GavelRounds(Policy):
         if lp is not None and not callable(lp):
             raise ParameterError("lp", "must be a function lp(thr, scale, gpus_by_type) -> X")
         self.lp = lp
+        self.solver = check_choice("solver", solver, ("auto", "highs", "waterfill"))
+        if self.solver == "waterfill" and (lp is not None or self.allocation == "fifo"):
+            raise ParameterError("solver", "'waterfill' is a max-min allocation without an lp hook "
+                                           f"(allocation={allocation!r}, lp={'given' if lp else None})")
 
     def reset(self, jobs, cluster):
         T = len(cluster.type_names)
@@ -135,6 +158,12 @@ class GavelRounds(Policy):
             if rate.shape != (len(jobs), T):
                 raise ParameterError("steps_per_s", f"needs shape {(len(jobs), T)} (jobs x GPU types), "
                                                     f"got {rate.shape}")
+        if self.solver == "waterfill" and T != 1:
+            raise ParameterError("solver", f"'waterfill' is for one GPU type, the cluster has {T} "
+                                           "(use 'highs' or 'auto')")
+        # Our max-min allocation in closed form (one type, no lp hook), else HiGHS / the hook.
+        self.waterfill = (self.allocation != "fifo" and self.lp is None
+                          and (self.solver == "waterfill" or (self.solver == "auto" and T == 1)))
         self.names = cluster.type_names
         self.N = [cluster.gpus_of_type(t) for t in range(T)]
         order = [cluster.type_names.index(n) for n in _TYPE_ORDER if n in cluster.type_names]
@@ -227,6 +256,9 @@ class GavelRounds(Policy):
         scale = [self.gpus[j] for j in ids]
         if self.lp is not None:
             X = np.asarray(self.lp(thr, scale, dict(zip(self.names, self.N))), dtype=np.float64)
+        elif self.waterfill:
+            from magnum_lib.replay.fairness import maxmin_waterfill
+            X = maxmin_waterfill(scale, self.N[0], thr[:, 0])[:, None]
         else:
             from magnum_lib.replay.fairness import maxmin_allocation
             X = maxmin_allocation(thr, scale, self.N)
@@ -391,7 +423,7 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     n, T = len(jobs), len(policy.N)
     speed = jobs.speed if jobs.speed is not None else np.ones((n, T))
     permute = None
-    if policy.shuffler is not None:
+    if policy.shuffler is not None and T > 1:      # (one type: shuffling [0] draws nothing)
         shuffler, base = policy.shuffler, list(policy.type_order)
 
         def permute(k):
@@ -402,7 +434,12 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
                 out.append(order)
             return out
 
-    if policy.allocation != "fifo":
+    waterfill_thr = None
+    if policy.waterfill:                 # the kernel's own max-min allocation (one type): the LP's thr
+        allocate = None
+        thr = np.array(policy.thr, dtype=np.float64).reshape(n, T)[:, 0]
+        waterfill_thr = np.ones(n) if policy.allocation == "maxmin-blind" else thr
+    elif policy.allocation != "fifo":
         allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
     elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
         allocate = policy._fifo_x
@@ -413,7 +450,7 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
                                        np.array(policy.thr, dtype=np.float64).reshape(n, T),
                                        policy.steps_left, policy.N, policy.type_order,
                                        policy.allocation == "fifo", policy.iteration_s, policy.reset_s,
-                                       round(restore_s * NS), allocate, permute)
+                                       round(restore_s * NS), allocate, permute, waterfill_thr)
     except kernel.Stuck as e:
         raise PolicyError(policy.name, f"left {e.waiting} job(s) waiting on an idle cluster with no "
                                        f"arrival or wake-up to come (first: job {e.first})") from None
