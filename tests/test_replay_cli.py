@@ -29,7 +29,8 @@ def test_issue_example_json(capsys):
 
 
 @pytest.mark.parametrize("policy", ["fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel",
-                                    "gavel-blind", "ftf", "fgd"])
+                                    "gavel-blind", "ftf", "fgd", "gavel-fifo", "gavel-rounds",
+                                    "gavel-rounds-blind"])
 def test_every_policy_runs(capsys, policy):
     out = _json(capsys, ["replay", "--trace", "tiresias", "--nodes", "2", "--gpus-per-node", "4",
                          "--policy", policy])
@@ -40,6 +41,21 @@ def test_gavel_trace_on_heterogeneous_cluster(capsys):
     out = _json(capsys, ["replay", "--trace", "gavel", "--jobs", "30", "--jobs-per-hour", "30",
                          "--gpu-types", "v100:8,p100:8,k80:8", "--policy", "gavel"])
     assert out["jobs"] == 30 and out["gpus"] == 24
+
+
+def test_gavel_round_policies_are_gavels_simulator_semantics(capsys):
+    """--policy gavel-fifo is replay.gavel_rounds.GavelFIFO (the job-for-job twin of Gavel's
+    simulator), with --round as its time_per_iteration; a shorter round changes the result."""
+    from magnum_lib.replay import ReplayCluster, replay, traces
+    from magnum_lib.replay.gavel_rounds import GavelFIFO
+
+    out = _json(capsys, ["replay", "--trace", "tiresias", "--nodes", "2", "--gpus-per-node", "4",
+                         "--policy", "gavel-fifo"])
+    want = replay(traces.tiresias_jobs(), ReplayCluster.uniform(2, 4), GavelFIFO(), progress=False)
+    assert out["avg_jct_s"] == pytest.approx(float(want.jct_s.mean()), rel=1e-12)
+    short = _json(capsys, ["replay", "--trace", "tiresias", "--nodes", "2", "--gpus-per-node", "4",
+                           "--policy", "gavel-fifo", "--round", "60s"])
+    assert short["avg_jct_s"] != out["avg_jct_s"]
 
 
 def test_policy_file(capsys, tmp_path):

@@ -9,7 +9,8 @@ from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
 
 TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
 S = 10**9  # ns per second, for the duration flags' ranges
-POLICIES = ("fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel", "gavel-blind", "ftf", "fgd")
+POLICIES = ("fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel", "gavel-blind", "ftf", "fgd",
+            "gavel-fifo", "gavel-rounds", "gavel-rounds-blind")
 
 
 def add(subparsers) -> None:
@@ -41,7 +42,9 @@ def add(subparsers) -> None:
                    help="Gavel trace: GPUs per type, e.g. v100:36,p100:36,k80:36 (default 8 each)")
     p.add_argument("--placement", default="pooled",
                    choices=["pooled", "consolidated", "spread", "random"], help="(default: pooled)")
-    p.add_argument("--policy", default="fifo-strict", choices=POLICIES, help="(default: fifo-strict)")
+    p.add_argument("--policy", default="fifo-strict", choices=POLICIES,
+                   help="(default: fifo-strict); gavel-fifo, gavel-rounds(-blind): Gavel's own simulator's "
+                        "round mechanism, job for job")
     p.add_argument("--policy-file", metavar="FILE.py:NAME", type=Text(r"[^\x00-\x1f]+\.py:[A-Za-z_]\w*",
                                                                      "FILE.py:NAME", max_chars=4096, example="p.py:P"),
                    help="your policy (class or function) instead")
@@ -54,7 +57,7 @@ def add(subparsers) -> None:
     p.add_argument("--las-tiresias-jump", action="store_true",
                    help="LAS demotion wake-ups by Tiresias' own formula (job-for-job agreement)")
     p.add_argument("--round", default="360s", metavar="D", type=Duration(10**6, 10**7 * S),
-                   help="round length of gavel/ftf (default 360s)")
+                   help="round length of gavel/ftf and Gavel's time_per_iteration for gavel-* (default 360s)")
     p.add_argument("--restore", default="0s", metavar="D", type=Duration(0, 86_400 * S),
                    help="checkpoint-restore time per resume")
     p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default 0)")
@@ -184,7 +187,7 @@ def _builtin(args):
                                tiresias_jump=args.las_tiresias_jump)
         except ParameterError as exc:
             raise ParameterError("las_thresholds", exc.detail) from None
-    if args.policy in ("gavel", "gavel-blind", "ftf"):
+    if args.policy == "ftf" or args.policy.startswith("gavel"):  # the round-based ones
         r = parse_param("round", parse_duration, args.round) / 1e9
         if not 1e-3 <= r <= 1e7:
             raise ParameterError("round", f"must be between 1ms and 1e7 s, got {excerpt(args.round)}")

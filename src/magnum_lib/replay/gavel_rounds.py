@@ -92,6 +92,7 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy
+from magnum_lib.replay.policies import BUILTIN
 
 __all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]
 
@@ -454,3 +455,9 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     except kernel.Stuck as e:
         raise PolicyError(policy.name, f"left {e.waiting} job(s) waiting on an idle cluster with no "
                                        f"arrival or wake-up to come (first: job {e.first})") from None
+
+
+# By name (make_policy, ``faux-magnum replay --policy``): Gavel's own simulator's semantics.
+BUILTIN["gavel-fifo"] = GavelFIFO
+BUILTIN["gavel-rounds"] = lambda **kw: GavelRounds("maxmin", **kw)
+BUILTIN["gavel-rounds-blind"] = lambda **kw: GavelRounds("maxmin-blind", **kw)

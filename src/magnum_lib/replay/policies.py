@@ -294,7 +294,7 @@ BUILTIN = {
 
 def make_policy(name: str, **options) -> Policy:
     """A built-in policy by name (``sorted(BUILTIN)``), with its options."""
-    from magnum_lib.replay import fairness, fgd  # noqa: F401 - they register gavel, ftf, fgd
+    from magnum_lib.replay import fairness, fgd, gavel_rounds  # noqa: F401 - they register gavel, ftf, fgd, gavel-*
 
     check_choice("policy", name, sorted(BUILTIN))
     return BUILTIN[name](**options)
