@@ -389,12 +389,43 @@ print(json.dumps(out))
     assert got == {name: "error" for name in BAD if name != "baseline"}
 
 
+def _lp_rows(thr, scale, N, w):
+    """The LP of fairness._maxmin_lp built row by row (dense), as first written: its check."""
+    m, T = thr.shape
+    nv = m * T + 1
+    c = np.zeros(nv)
+    c[-1] = -1.0
+    rows, b = [], []
+    for j in range(m):  # z - w_j s_j sum_t thr X <= 0
+        r = np.zeros(nv)
+        r[j * T:(j + 1) * T] = -w[j] * scale[j] * thr[j]
+        r[-1] = 1.0
+        rows.append(r)
+        b.append(0.0)
+    for j in range(m):  # sum_t X[j,t] <= 1
+        r = np.zeros(nv)
+        r[j * T:(j + 1) * T] = 1.0
+        rows.append(r)
+        b.append(1.0)
+    for t in range(T):  # sum_j s_j X[j,t] <= N_t
+        r = np.zeros(nv)
+        r[t:m * T:T] = scale
+        rows.append(r)
+        b.append(N[t])
+    bounds = [(0.0, 1.0)] * (m * T) + [(None, None)]
+    for j in range(m):
+        for t in range(T):
+            if thr[j, t] <= 0:
+                bounds[j * T + t] = (0.0, 0.0)
+    return c, np.array(rows), np.array(b), bounds
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 30), st.integers(1, 3), st.integers(0, 2**32 - 1))
 def test_lp_built_in_array_steps_is_the_row_by_row_lp(m, T, seed):
     """maxmin_allocation's sparse whole-array LP has exactly the nonzeros, right-hand sides
     and bounds of the row-by-row dense LP it replaced (so HiGHS solves the same model)."""
-    from magnum_lib.replay.fairness import _maxmin_lp, _maxmin_lp_rows
+    from magnum_lib.replay.fairness import _maxmin_lp
 
     rng = np.random.default_rng(seed)
     thr = rng.choice([0.0, 0.3, 1.0, 2.5, 1 / 7], size=(m, T))
@@ -402,7 +433,7 @@ def test_lp_built_in_array_steps_is_the_row_by_row_lp(m, T, seed):
     N = rng.integers(1, 40, T).astype(float)
     w = 1.0 / rng.uniform(0.1, 3.0, m)
     c1, A1, b1, bo1 = _maxmin_lp(thr, scale, N, w)
-    c2, A2, b2, bo2 = _maxmin_lp_rows(thr, scale, N, w)
+    c2, A2, b2, bo2 = _lp_rows(thr, scale, N, w)
     assert np.array_equal(c1, c2) and np.array_equal(b1, b2)
     dense = A1.toarray()
     assert np.array_equal(dense, A2) and A1.nnz == np.count_nonzero(A2)

@@ -89,6 +89,32 @@ def _isolated_s(jobs, cluster):
     return jobs.work_ns / NS / np.where(best > 0, best, np.nan)
 
 
+def _compiled(module: str, backend):
+    """The compiled ``module`` for this call, or None for the Python path.
+
+    ``backend="compiled"`` insists on it (it wins over MAGNUM_PUREPYTHON, as in every
+    layer); None follows the active backend as ``_backend.pick`` does (MAGNUM_REQUIRE_COMPILED
+    turns a missing extension into an ImportError)."""
+    import importlib
+    import os
+
+    from magnum_lib import _backend
+
+    if backend == "compiled":
+        try:
+            return importlib.import_module(module)
+        except ImportError:
+            raise ImportError(f"backend='compiled' but {module} is not built") from None
+    if _backend.backend() != "compiled":
+        return None
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get(_backend._REQUIRE_ENV, "").strip() not in ("", "0"):
+            raise
+        return None
+
+
 def _gavel_kernel(pol, jobs, placement, backend):
     """The compiled Gavel-rounds kernel when it can run ``pol`` (else None: the Python loop)."""
     from magnum_lib.replay.gavel_rounds import GavelFIFO, GavelRounds
@@ -96,19 +122,7 @@ def _gavel_kernel(pol, jobs, placement, backend):
     if (type(pol) not in (GavelRounds, GavelFIFO) or placement != "pooled" or backend == "python"
             or not jobs.whole_gpus or jobs.type_mask is not None):
         return None
-    import importlib
-    import os
-
-    from magnum_lib import _backend
-
-    if backend != "compiled" and _backend.pure_python_forced():
-        return None
-    try:
-        return importlib.import_module("magnum_lib.replay._gavel_rounds")
-    except ImportError:
-        if backend == "compiled" or os.environ.get(_backend._REQUIRE_ENV, "").strip() not in ("", "0"):
-            raise ImportError("backend='compiled' but magnum_lib.replay._gavel_rounds is not built") from None
-        return None
+    return _compiled("magnum_lib.replay._gavel_rounds", backend)
 
 
 def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
@@ -148,17 +162,9 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     fast = None
     gavel = _gavel_kernel(pol, jobs, placement, backend)
     if use_fast:
-        from magnum_lib import _backend
+        from magnum_lib.replay import fastloop_ref
 
-        if backend == "compiled":  # asked for by name: it wins over MAGNUM_PUREPYTHON, as in every layer
-            import importlib
-
-            try:
-                fast = importlib.import_module("magnum_lib.replay._fastloop")
-            except ImportError:
-                raise ImportError("backend='compiled' but magnum_lib.replay._fastloop is not built") from None
-        else:
-            fast = _backend.pick("magnum_lib.replay._fastloop", "magnum_lib.replay.fastloop_ref")
+        fast = _compiled("magnum_lib.replay._fastloop", backend) or fastloop_ref
     n = len(jobs)
     show = (n > 20_000) if progress is None else bool(progress)
     bar = None

@@ -133,7 +133,7 @@ def _float_list(name, values, lo, hi, low_open=False):
 def _maxmin_lp(thr, scale, N, w):
     """The LP's ``(c, A_ub, b_ub, bounds)``, variables X row by row then z. ``A_ub`` is
     sparse with exactly the nonzeros of the dense matrix row-by-row building gives (the
-    solver sees the same model; tests/test_replay_gavel_fast.py checks it), built in
+    solver sees the same model; tests/test_replay_gavel_fast.py builds that one and checks it), built in
     whole-array steps (the LP runs at every allocation reset of a replay)."""
     from scipy.sparse import coo_array
 
@@ -157,37 +157,6 @@ def _maxmin_lp(thr, scale, N, w):
     bounds[:-1, 1] = np.where(thr.ravel() > 0, 1.0, 0.0)             # 0 <= X <= 1, 0 where thr <= 0
     bounds[-1] = (-np.inf, np.inf)
     return c, A, b, bounds
-
-
-def _maxmin_lp_rows(thr, scale, N, w):
-    """The same LP built row by row (dense), as first written: the check of :func:`_maxmin_lp`."""
-    m, T = thr.shape
-    nv = m * T + 1
-    c = np.zeros(nv)
-    c[-1] = -1.0
-    rows, b = [], []
-    for j in range(m):  # z - w_j s_j sum_t thr X <= 0
-        r = np.zeros(nv)
-        r[j * T:(j + 1) * T] = -w[j] * scale[j] * thr[j]
-        r[-1] = 1.0
-        rows.append(r)
-        b.append(0.0)
-    for j in range(m):  # sum_t X[j,t] <= 1
-        r = np.zeros(nv)
-        r[j * T:(j + 1) * T] = 1.0
-        rows.append(r)
-        b.append(1.0)
-    for t in range(T):  # sum_j s_j X[j,t] <= N_t
-        r = np.zeros(nv)
-        r[t:m * T:T] = scale
-        rows.append(r)
-        b.append(N[t])
-    bounds = [(0.0, 1.0)] * (m * T) + [(None, None)]
-    for j in range(m):
-        for t in range(T):
-            if thr[j, t] <= 0:
-                bounds[j * T + t] = (0.0, 0.0)
-    return c, np.array(rows), np.array(b), bounds
 
 
 class GavelMaxMin(Policy):

@@ -435,11 +435,11 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
                 out.append(order)
             return out
 
+    thr = np.array(policy.thr, dtype=np.float64).reshape(n, T)
     waterfill_thr = None
     if policy.waterfill:                 # the kernel's own max-min allocation (one type): the LP's thr
         allocate = None
-        thr = np.array(policy.thr, dtype=np.float64).reshape(n, T)[:, 0]
-        waterfill_thr = np.ones(n) if policy.allocation == "maxmin-blind" else thr
+        waterfill_thr = np.ones(n) if policy.allocation == "maxmin-blind" else thr[:, 0]
     elif policy.allocation != "fifo":
         allocate = lambda ids: policy._maxmin_x(ids.tolist())      # noqa: E731
     elif T > 1:          # Gavel's multi-type FIFO draws from its own random.Random: Python's
@@ -447,8 +447,7 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     else:
         allocate = None  # one type: the kernel's own FIFO allocation
     try:
-        return kernel.run_gavel_rounds(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, speed,
-                                       np.array(policy.thr, dtype=np.float64).reshape(n, T),
+        return kernel.run_gavel_rounds(jobs.submit_ns, jobs.work_ns, jobs.num_gpus, speed, thr,
                                        policy.steps_left, policy.N, policy.type_order,
                                        policy.allocation == "fifo", policy.iteration_s, policy.reset_s,
                                        round(restore_s * NS), allocate, permute, waterfill_thr)
