@@ -15,19 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from magnum_lib.workload.traces import ENV_VAR, shared_data_dir
+from magnum_lib.workload.traces import ENV_VAR, shared_data_dir, traces_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 # The folder the loaders themselves read (same search order), so a test is skipped exactly
 # when the library would not find the traces.
 SHARED_DATA = shared_data_dir()
-TRACES_FOUND = (SHARED_DATA / "MANIFEST.tsv").is_file()
+NO_TRACES = traces_missing()      # None, or one line: where they were looked for
+TRACES_FOUND = NO_TRACES is None
 if TRACES_FOUND:
     # Pin the folder for the session: a test that changes directory, a CLI subprocess and the
     # browser tests' kernels then read the traces this session decided on.
     os.environ.setdefault(ENV_VAR, str(SHARED_DATA))
 REQUIRE_TRACES = os.environ.get("MAGNUM_REQUIRE_TRACES", "") not in ("", "0")
-NO_TRACES = f"real traces not found at {SHARED_DATA} (set {ENV_VAR})"
 # The loaders' message for a missing file (magnum_lib.workload.traces.trace_path).
 TRACE_NOT_FOUND = re.compile(r"trace file \S+ not found")
 
