@@ -1,14 +1,63 @@
-"""Shared fixtures: where the real traces live, and which backend is active."""
+"""Shared fixtures: where the real traces live, and which backend is active.
+
+The real public traces are not in the repository (../shared/data, or $MAGNUM_SHARED_DATA).
+A test that reads them, directly or through a loader, carries ``@pytest.mark.needs_traces``
+(a whole module: ``pytestmark = pytest.mark.needs_traces``) or takes the ``shared_data``
+fixture. Without the traces such a test is skipped with one reason; with
+``MAGNUM_REQUIRE_TRACES=1`` (a machine that should have them) it fails instead.
+"""
 from __future__ import annotations
 
 import importlib
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from magnum_lib.workload.traces import ENV_VAR, shared_data_dir, traces_missing
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("MAGNUM_SHARED_DATA", ROOT.parent / "shared" / "data"))
+# The folder the loaders themselves read (same search order), so a test is skipped exactly
+# when the library would not find the traces.
+SHARED_DATA = shared_data_dir()
+NO_TRACES = traces_missing()      # None, or one line: where they were looked for
+TRACES_FOUND = NO_TRACES is None
+if TRACES_FOUND:
+    # Pin the folder for the session: a test that changes directory, a CLI subprocess and the
+    # browser tests' kernels then read the traces this session decided on.
+    os.environ.setdefault(ENV_VAR, str(SHARED_DATA))
+REQUIRE_TRACES = os.environ.get("MAGNUM_REQUIRE_TRACES", "") not in ("", "0")
+# The loaders' message for a missing file (magnum_lib.workload.traces.trace_path).
+TRACE_NOT_FOUND = re.compile(r"trace file \S+ not found")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "needs_traces: reads the real public traces; skipped without them "
+                   "(failed under MAGNUM_REQUIRE_TRACES=1)")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_traces") is not None:
+        require_traces()
+
+
+def require_traces(what: str = "") -> None:
+    """Skip the running test when the real traces are absent (fail under MAGNUM_REQUIRE_TRACES=1);
+    ``what`` names the part that needs them when the rest of the test has already run."""
+    if TRACES_FOUND:
+        return
+    reason = f"{what}: {NO_TRACES}" if what else NO_TRACES
+    if REQUIRE_TRACES:
+        pytest.fail(f"{reason}; MAGNUM_REQUIRE_TRACES=1 demands them", pytrace=False)
+    pytest.skip(reason)
+
+
+def trace_missing(message: str) -> bool:
+    """True when the traces are absent and ``message`` is a loader's "trace file ... not found"
+    (a CLI run that stopped there says nothing about what it was meant to test)."""
+    return not TRACES_FOUND and TRACE_NOT_FOUND.search(message) is not None
 
 
 @pytest.fixture(scope="session")
@@ -18,9 +67,8 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The read-only public traces (../shared/data); skip when absent."""
-    if not (SHARED_DATA / "MANIFEST.tsv").is_file():
-        pytest.skip(f"real traces not found at {SHARED_DATA} (set MAGNUM_SHARED_DATA)")
+    """The read-only public traces (../shared/data); skip when absent (see require_traces)."""
+    require_traces()
     return SHARED_DATA
 
 

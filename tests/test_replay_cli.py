@@ -7,6 +7,7 @@ import json
 import pytest
 
 from magnum_lib.cli import main
+from tests.conftest import replaced
 
 KEYS = {"jobs", "avg_jct_s", "p99_jct_s", "avg_queue_s", "makespan_s", "utilization",
         "ftf_rho_max", "preemptions", "wall_s"}
@@ -20,6 +21,7 @@ def _json(capsys, argv):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.needs_traces
 def test_issue_example_json(capsys):
     out = _json(capsys, PHILLY + ["--policy", "fifo-strict"])
     assert KEYS <= set(out)
@@ -28,6 +30,7 @@ def test_issue_example_json(capsys):
     assert skip["avg_jct_s"] < out["avg_jct_s"]      # head-of-line blocking costs
 
 
+@pytest.mark.needs_traces
 @pytest.mark.parametrize("policy", ["fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel",
                                     "gavel-blind", "ftf", "fgd", "gavel-fifo", "gavel-rounds",
                                     "gavel-rounds-blind"])
@@ -37,12 +40,14 @@ def test_every_policy_runs(capsys, policy):
     assert out["jobs"] == 60 and out["avg_jct_s"] > 0 and out["policy"] == policy
 
 
+@pytest.mark.needs_traces
 def test_gavel_trace_on_heterogeneous_cluster(capsys):
     out = _json(capsys, ["replay", "--trace", "gavel", "--jobs", "30", "--jobs-per-hour", "30",
                          "--gpu-types", "v100:8,p100:8,k80:8", "--policy", "gavel"])
     assert out["jobs"] == 30 and out["gpus"] == 24
 
 
+@pytest.mark.needs_traces
 def test_gavel_round_policies_are_gavels_simulator_semantics(capsys):
     """--policy gavel-fifo is replay.gavel_rounds.GavelFIFO (the job-for-job twin of Gavel's
     simulator), with --round as its time_per_iteration; a shorter round changes the result."""
@@ -58,6 +63,7 @@ def test_gavel_round_policies_are_gavels_simulator_semantics(capsys):
     assert short["avg_jct_s"] != out["avg_jct_s"]
 
 
+@pytest.mark.needs_traces
 def test_policy_file(capsys, tmp_path):
     f = tmp_path / "mine.py"
     f.write_text("from magnum_lib.replay import Policy\n"
@@ -82,7 +88,8 @@ def test_policy_file(capsys, tmp_path):
 @pytest.mark.parametrize("argv,flag", [
     (["--nodes", "0"], "--nodes"), (["--gpus-per-node", "2000"], "--gpus-per-node"),
     (["--min-duration", "abc"], "--min-duration"), (["--gpu-counts", "1,x"], "--gpu-counts"),
-    (["--seed", "-1"], "--seed"), (["--vc", "nope"], "--vc"), (["--restore", "-5s"], "--restore"),
+    (["--seed", "-1"], "--seed"), pytest.param(["--vc", "nope"], "--vc", marks=pytest.mark.needs_traces),
+    (["--restore", "-5s"], "--restore"),
     (["--policy-file", "missing.py:X"], "--policy-file"), (["--max-jobs", "0"], "--max-jobs"),
     (["--policy", "las", "--las-thresholds", "100,50"], "--las-thresholds"),
     (["--policy", "las", "--promote-knob", "-1"], "--promote-knob"),
@@ -90,11 +97,12 @@ def test_policy_file(capsys, tmp_path):
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, flag):
     base = ["replay", "--trace", "philly", "--vc", "0e4a51"]
-    assert main(base + argv) == 2
+    assert main(replaced(base, argv)) == 2     # --vc nope replaces the base's VC (not a repeat)
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and flag in err and "Traceback" not in err
 
 
+@pytest.mark.needs_traces
 def test_leaderboard_on_sweep():
     from magnum_lib.replay import ReplayCluster
     from magnum_lib.replay.arena import leaderboard, philly_slices
@@ -108,6 +116,7 @@ def test_leaderboard_on_sweep():
     assert rows[-1]["policy"] == "fifo-strict"
 
 
+@pytest.mark.needs_traces
 def test_las_options_reach_the_policy(capsys):
     # Tiresias' 60 jobs on 8 GPUs: enough preemptions to tell the options apart, and quick on
     # the Python loop (a 100 GPU-s threshold with promotion churns on a long Philly queue)

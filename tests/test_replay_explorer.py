@@ -7,6 +7,8 @@ import pytest
 from magnum_lib.replay import ReplayCluster, replay
 from magnum_lib.widgets.arena_explorer import POLICIES, arena_explorer
 
+pytestmark = pytest.mark.needs_traces   # the explorer replays a Philly slice
+
 
 @pytest.fixture(scope="module")
 def explorer():

@@ -49,6 +49,7 @@ def _compiled(monkeypatch):
 
 
 # ------------------------------------------------------------------ real traces
+@pytest.mark.needs_traces
 @pytest.mark.parametrize("vc,count,gpus", [("0e4a51", 200, 16), ("103959", 150, 16), ("ee9e8c", 150, 32),
                                            ("7f04ca", 120, 8)])
 def test_philly_vc_slices_fifo(vc, count, gpus):
@@ -59,6 +60,7 @@ def test_philly_vc_slices_fifo(vc, count, gpus):
     same(replay_peers.whole_seconds(raw), cluster, GavelFIFO)      # Gavel's unit steps
 
 
+@pytest.mark.needs_traces
 def test_philly_fifo_measured_steps():
     raw = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4]).subset(slice(0, 120))
     jobs, rate = replay_peers.measured_durations(raw)
@@ -73,6 +75,7 @@ def test_whole_steps_pause_jobs():
     np.testing.assert_allclose(out.finish_s, [7015, 2000], rtol=0, atol=1e-6)
 
 
+@pytest.mark.needs_traces
 @pytest.mark.parametrize("nodes", [2, 4])
 def test_tiresias_60_jobs(nodes):
     jobs = traces.tiresias_jobs()
@@ -80,6 +83,7 @@ def test_tiresias_60_jobs(nodes):
     same(replay_peers.whole_seconds(jobs), ReplayCluster.uniform(nodes, 4), GavelFIFO)
 
 
+@pytest.mark.needs_traces
 @pytest.mark.parametrize("allocation", ["maxmin", "maxmin-blind"])
 @pytest.mark.parametrize("measured", [True, False])
 def test_gavel_hetero_maxmin(allocation, measured):
@@ -88,6 +92,7 @@ def test_gavel_hetero_maxmin(allocation, measured):
     same(jobs, cluster, lambda: GavelRounds(allocation, steps_per_s=thr if measured else None))
 
 
+@pytest.mark.needs_traces
 @pytest.mark.parametrize("measured", [True, False])
 def test_gavel_hetero_fifo(measured):
     """Gavel's multi-type FIFO: its allocation (seeded random.Random) is called back in Python."""
@@ -96,6 +101,7 @@ def test_gavel_hetero_fifo(measured):
     same(jobs, cluster, lambda: GavelFIFO(steps_per_s=thr if measured else None))
 
 
+@pytest.mark.needs_traces
 def test_gavel_style_single_type_all_allocations():
     jobs = traces.gavel_jobs(60, jobs_per_hour=20, seed=4, gpu_types=("v100",))
     cluster = ReplayCluster.uniform(2, 4, "v100")
@@ -105,6 +111,7 @@ def test_gavel_style_single_type_all_allocations():
         same(jobs, cluster, lambda: GavelRounds(alloc, solver="highs"))     # HiGHS, called back
 
 
+@pytest.mark.needs_traces
 def test_lp_callable_is_used_at_resets_only():
     """The kernel calls ``lp`` once per allocation reset, as the Python form does."""
     from magnum_lib.replay.fairness import maxmin_allocation
@@ -135,6 +142,7 @@ def test_restore_time_and_forced_reset():
 
 
 # ------------------------------------------------------------------ the waterfill solver (one type)
+@pytest.mark.needs_traces
 @pytest.mark.parametrize("allocation", ["maxmin", "maxmin-blind"])
 @pytest.mark.parametrize("vc,count,gpus", [("0e4a51", 250, 16), ("103959", 150, 16), ("ee9e8c", 150, 32)])
 def test_philly_vc_slices_waterfill(allocation, vc, count, gpus):
@@ -149,6 +157,7 @@ def test_philly_vc_slices_waterfill(allocation, vc, count, gpus):
     assert np.any(out.preemptions > 0)                              # the allocation mattered
 
 
+@pytest.mark.needs_traces
 def test_philly_waterfill_measured_steps():
     raw = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4]).subset(slice(0, 120))
     jobs, rate = replay_peers.measured_durations(raw)
@@ -156,6 +165,7 @@ def test_philly_waterfill_measured_steps():
         same(jobs, ReplayCluster.uniform(4, 4), lambda: GavelRounds(allocation, steps_per_s=rate, solver="waterfill"))
 
 
+@pytest.mark.needs_traces
 def test_waterfill_allocation_is_called_in_the_kernel_not_back():
     """With solver='waterfill' the kernel gets no allocate callback; the Python form calls
     maxmin_waterfill at each reset (counted), and its X differs from HiGHS's vertex somewhere."""
@@ -186,6 +196,7 @@ def test_waterfill_allocation_is_called_in_the_kernel_not_back():
     assert np.array_equal(ref.finish_s, out.finish_s)
 
 
+@pytest.mark.needs_traces
 def test_waterfill_solver_bad_use():
     from magnum_lib.engine.errors import ParameterError
 
@@ -295,6 +306,7 @@ def test_random_traces_agree(case):
 
 
 # ------------------------------------------------------------------ where it runs
+@pytest.mark.needs_traces
 def test_backend_choice(monkeypatch):
     jobs = traces.tiresias_jobs()
     cluster = ReplayCluster.uniform(2, 4)
@@ -311,6 +323,7 @@ def test_backend_choice(monkeypatch):
     assert replay(jobs, cluster, GavelFIFO(), backend="compiled").backend == "compiled"
 
 
+@pytest.mark.needs_traces
 def test_bad_lp_output_is_an_error_not_a_crash():
     jobs, thr = replay_peers.gavel_hetero_jobs(10, 6, 1)
     cluster = ReplayCluster.from_counts(replay_peers.GAVEL_TYPES, 4)

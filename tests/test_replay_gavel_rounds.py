@@ -46,6 +46,7 @@ def test_whole_steps_pause_a_job_until_the_round_ends():
     assert ours.preemptions.tolist() == [5, 0]
 
 
+@pytest.mark.needs_traces
 def test_maxmin_rounds_run_every_job_on_a_heterogeneous_cluster():
     from magnum_lib.replay import traces
 

@@ -21,6 +21,8 @@ import replay_peers  # noqa: E402
 from magnum_lib.replay import ReplayCluster, replay  # noqa: E402
 from magnum_lib.replay import traces  # noqa: E402
 
+pytestmark = pytest.mark.needs_traces   # each compares on a real trace or Gavel's throughputs
+
 tiresias = pytest.mark.skipif(not replay_peers.available(), reason="Tiresias checkout not found "
                               "(set MAGNUM_TIRESIAS to SymbioticLab/Tiresias)")
 gavel_lp = pytest.mark.skipif(not replay_peers.gavel_lp_available(),

@@ -283,6 +283,39 @@ def test_found_beside_the_source_checkout_last(tmp_path, monkeypatch):
         trace_path("philly/philly_jobs.csv")
 
 
+def test_traces_missing_says_where_it_looked_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAGNUM_SHARED_DATA", str(tmp_path / "env"))
+    msg = traces.traces_missing()
+    assert "\n" not in msg and f"MAGNUM_SHARED_DATA={tmp_path / 'env'}" in msg
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "philly").mkdir()       # a file but no MANIFEST.tsv: not the folder
+    assert traces.traces_missing() == msg
+    (tmp_path / "env" / "MANIFEST.tsv").write_text("file\n")
+    assert traces.traces_missing() is None
+    monkeypatch.delenv("MAGNUM_SHARED_DATA")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(traces, "_CHECKOUT", tmp_path / "x" / "repo")
+    msg = traces.traces_missing()
+    assert str(tmp_path / "shared" / "data") in msg and str(tmp_path / "x" / "shared" / "data") in msg
+    (tmp_path / "x" / "shared" / "data").mkdir(parents=True)
+    (tmp_path / "x" / "shared" / "data" / "MANIFEST.tsv").write_text("file\n")
+    assert traces.traces_missing() is None       # beside the checkout, as the loaders look
+
+
+def test_traces_found_script_exit_codes(tmp_path, repo_root):
+    import os
+    import subprocess
+
+    script = repo_root / "scripts" / "traces_found.py"
+    env = dict(os.environ, MAGNUM_SHARED_DATA=str(tmp_path))
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 3 and run.stderr == ""
+    assert run.stdout.startswith("real traces not found") and len(run.stdout.splitlines()) == 1
+    (tmp_path / "MANIFEST.tsv").write_text("file\n")
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
+
+
 def test_hetero_without_traces_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     from magnum_lib.cli import main
 

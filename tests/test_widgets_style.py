@@ -31,6 +31,7 @@ import magnum_lib.widgets as widgets_pkg
 from magnum_lib.widgets import style
 
 EXPLORERS = sorted(info.name for info in pkgutil.iter_modules(widgets_pkg.__path__) if info.name.endswith("_explorer"))
+NEEDS_TRACES = {"arena_explorer"}   # replays a Philly slice of the real trace
 
 
 # -- the checks, each returning a list of problems (empty: fine) ---------------------------
@@ -213,7 +214,8 @@ def test_every_explorer_is_discovered():
         assert name in EXPLORERS
 
 
-@pytest.mark.parametrize("name", EXPLORERS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.needs_traces] if n in NEEDS_TRACES else [])
+                                  for n in EXPLORERS])
 def test_explorer_figure_follows_the_style(name):
     module, explorer = _build(name)
     steps = getattr(module, "BENCH_STEPS", None)

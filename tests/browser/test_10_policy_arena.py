@@ -3,7 +3,7 @@ import pytest
 
 from tests.browser.conftest import run_notebook_and_nudge
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.needs_traces]   # the notebook replays Philly slices
 
 
 def test_run_all_and_move_the_gpus_slider(lab):

@@ -27,6 +27,7 @@ from magnum_lib.workload.jobs import Workload
 __all__ = [
     "SOURCES",
     "shared_data_dir",
+    "traces_missing",
     "trace_path",
     "PhillyJobs",
     "AlibabaPods",
@@ -78,6 +79,16 @@ def shared_data_dir() -> Path:
     """The shared data folder: the first candidate holding ``MANIFEST.tsv``, else the first tried."""
     candidates = _candidates()
     return next((d for d in candidates if (d / "MANIFEST.tsv").is_file()), candidates[0])
+
+
+def traces_missing() -> str | None:
+    """None when a shared data folder (one holding ``MANIFEST.tsv``) is found, else one line
+    saying where it was looked for (the test suite skips, and ``make notebooks`` leaves out,
+    what needs the traces on that line)."""
+    candidates = _candidates()
+    if any((d / "MANIFEST.tsv").is_file() for d in candidates):
+        return None
+    return f"real traces not found (looked in {_where(candidates)}); set {ENV_VAR} to their folder"
 
 
 def trace_path(relative: str, path=None) -> Path:
