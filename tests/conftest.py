@@ -54,7 +54,7 @@ def require_traces(what: str = "") -> None:
     pytest.skip(reason)
 
 
-def trace_missing(message: str) -> bool:
+def stopped_at_missing_trace(message: str) -> bool:
     """True when the traces are absent and ``message`` is a loader's "trace file ... not found"
     (a CLI run that stopped there says nothing about what it was meant to test)."""
     return not TRACES_FOUND and TRACE_NOT_FOUND.search(message) is not None

@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from magnum_lib import cli
-from tests.conftest import require_traces, trace_missing
+from tests.conftest import require_traces, stopped_at_missing_trace
 
 TIME_LIMIT_S = 5.0
 MAX_LINE = getattr(cli, "MAX_LINE", 400)
@@ -337,7 +337,7 @@ def test_bases_run(files):
     for name, bases in BASES.items():
         for base, _ in bases:
             outcome = run_main(substitute(base, files))
-            if outcome.code == 2 and trace_missing(outcome.err):
+            if outcome.code == 2 and stopped_at_missing_trace(outcome.err):
                 stopped.append(" ".join(base[:3]))
                 continue
             assert outcome.code == 0 and outcome.error is None, (base, outcome.err, outcome.error)
@@ -348,7 +348,7 @@ def test_bases_run(files):
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_bad_value_one_line_exit_2(case, files):
     outcome = run_main(substitute(case.argv, files))
-    if trace_missing(outcome.err):     # stopped at the missing trace, before the value mattered
+    if stopped_at_missing_trace(outcome.err):     # stopped at the missing trace, before the value mattered
         require_traces()
     check(case, outcome)
 
@@ -375,7 +375,7 @@ def test_subprocess_no_crash(case, files):
     env = dict(os.environ, PYTHONFAULTHANDLER="1")
     proc = subprocess.run([sys.executable, "-m", "magnum_lib", *substitute(case.argv, files)],
                           capture_output=True, text=True, timeout=30, env=env, errors="backslashreplace")
-    if trace_missing(proc.stderr):
+    if stopped_at_missing_trace(proc.stderr):
         require_traces()
     assert proc.returncode == 2 and proc.stdout == "", (case.id, proc.returncode, proc.stderr[-2000:])
     lines = proc.stderr.splitlines()
