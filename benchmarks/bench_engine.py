@@ -39,7 +39,7 @@ def simpy_mmc(interarrival_s, service_s, servers: int) -> float:
             yield env.timeout(service)
 
     def source():
-        for gap, service in zip(interarrival_s, service_s):
+        for gap, service in zip(interarrival_s, service_s, strict=True):
             yield env.timeout(gap)
             env.process(job(service))
 
@@ -109,7 +109,7 @@ def main(argv=None) -> dict:
         "events_per_run": 2 * n,
         "events_definition": "arrivals + departures (2 per job), same for all backends",
         "rng_included": False,
-        "timed_region": "simulation only, on shared pre-drawn arrays (seed %d)" % args.seed,
+        "timed_region": f"simulation only, on shared pre-drawn arrays (seed {args.seed})",
         "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()},
         "results": results,
     }

@@ -149,9 +149,9 @@ def solve_networkx(g: dict):
     graph = nx.DiGraph()
     # networkx's demand is the negative of a supply (positive = the node receives).
     graph.add_nodes_from((v, {"demand": -int(b)}) for v, b in enumerate(g["node_supply"]))
-    ends = list(zip(g["tail"].tolist(), g["head"].tolist()))
+    ends = list(zip(g["tail"].tolist(), g["head"].tolist(), strict=True))
     graph.add_edges_from((u, v, {"capacity": c, "weight": w})
-                         for (u, v), c, w in zip(ends, g["capacity"].tolist(), g["unit_cost"].tolist()))
+                         for (u, v), c, w in zip(ends, g["capacity"].tolist(), g["unit_cost"].tolist(), strict=True))
     t1 = time.perf_counter()
     total, flow_dict = nx.network_simplex(graph)
     t2 = time.perf_counter()
@@ -211,7 +211,7 @@ def peers(snap, repeats: int, scale: int = PEER_COST_SCALE) -> dict:
             out[name] = {"measured": False, "why": f"not measured: {module} is not installed "
                                                    "(optional peer: see benchmarks/README.md)"}
             continue
-        (build_s, solve_s), (_, _, total, flows) = median_runs(lambda: run(g), repeats)
+        (build_s, solve_s), (_, _, total, flows) = median_runs(lambda: run(g), repeats)  # noqa: B023
         at_real = float(flows @ g["real"])
         out[name] = {"measured": True, "version": importlib.metadata.version(dist),
                      "build_s_median": build_s, "solve_s_median": solve_s,

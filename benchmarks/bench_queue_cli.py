@@ -31,7 +31,6 @@ import subprocess
 import sys
 import time
 
-
 TARGET_JOBS = 200_000
 
 
@@ -83,7 +82,7 @@ def _simpy_run(args):
         in_system.append(env.now - arrived)
 
     def source():
-        for gap, service_s in zip(interarrival, service):
+        for gap, service_s in zip(interarrival, service, strict=True):
             yield env.timeout(gap)
             env.process(job(service_s))
 

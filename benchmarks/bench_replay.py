@@ -26,8 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_peers  # noqa: E402
 
 from magnum_lib import backend  # noqa: E402
-from magnum_lib.replay import ReplayCluster, replay  # noqa: E402
-from magnum_lib.replay import traces  # noqa: E402
+from magnum_lib.replay import (  # noqa: E402
+    ReplayCluster,
+    replay,
+    traces,  # noqa: E402
+)
 
 
 def whole_philly(policy, repeats=3):

@@ -17,8 +17,7 @@ import argparse
 import json
 import time
 
-from magnum_lib.replay import ReplayCluster, replay
-from magnum_lib.replay import traces
+from magnum_lib.replay import ReplayCluster, replay, traces
 from magnum_lib.replay.policies import TiresiasLAS
 
 POLICIES = {"fifo-strict": "fifo-strict", "fifo-skip": "fifo-skip", "sjf": "sjf", "srtf": "srtf",

@@ -39,7 +39,7 @@ def simpy_request_path(run, horizon_ns: int) -> dict:
     """The same request path in SimPy on ``run``'s inputs; mean decision latency, timings."""
     import simpy
 
-    A, P = run.A, dict(zip(__import__("magnum_lib.sim.core_ref", fromlist=["PARAMS"]).PARAMS, run.params))
+    A, P = run.A, dict(zip(__import__("magnum_lib.sim.core_ref", fromlist=["PARAMS"]).PARAMS, run.params, strict=True))
     rng = np.random.default_rng(1)
     arr, cls = A["arr"], A["cls"]
     n_req, S = len(arr), P["n_sched"]

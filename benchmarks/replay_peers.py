@@ -48,7 +48,7 @@ def write_trace(path, jobs) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"])
-        for i, (s, d, g) in enumerate(zip(sub, dur, jobs.num_gpus.tolist())):
+        for i, (s, d, g) in enumerate(zip(sub, dur, jobs.num_gpus.tolist(), strict=True)):
             w.writerow([i, g, s, 1, "vgg19", d, 0])
 
 
@@ -180,12 +180,12 @@ def run_gavel(workdir, jobs, gpus, gpus_per_server: int, policy: str = "fifo",
         thr = load_gavel_throughputs()
         thr_file = Path(src)
         nsteps = [int(round(d * thr.isolated[(m, int(g), "v100")]))
-                  for d, m, g in zip(jobs.duration_s, models, jobs.num_gpus)]
+                  for d, m, g in zip(jobs.duration_s, models, jobs.num_gpus, strict=True)]
     else:
         raise ValueError(f"steps must be 'unit' or 'measured', got {steps!r}")
     trace = work / "gavel_jobs.trace"
     with open(trace, "w") as f:
-        for s, m, n, g in zip(jobs.submit_s, models, nsteps, jobs.num_gpus.tolist()):
+        for s, m, n, g in zip(jobs.submit_s, models, nsteps, jobs.num_gpus.tolist(), strict=True):
             f.write(f"{m}\tpython3 main.py\timage_classification/imagenet\t--num_minibatches"
                     f"\t1\t{n}\t{g}\t1\t-1\t{s:.6f}\n")
     driver = work / "gavel_driver.py"
@@ -214,7 +214,7 @@ def measured_durations(jobs):
     from magnum_lib.workload.traces import load_gavel_throughputs
 
     thr = load_gavel_throughputs()
-    rate = np.array([thr.isolated[(m, int(g), "v100")] for m, g in zip(_job_models(jobs), jobs.num_gpus)])
+    rate = np.array([thr.isolated[(m, int(g), "v100")] for m, g in zip(_job_models(jobs), jobs.num_gpus, strict=True)])
     steps = np.round(jobs.duration_s * rate)
     return make_jobs(np.round(jobs.submit_s), steps / rate, jobs.num_gpus, model=_job_models(jobs),
                      name=jobs.name), rate
@@ -265,7 +265,7 @@ def gavel_lp_inputs(n_jobs: int, gpus_by_type: dict, seed: int = 0):
     jobs = traces.gavel_jobs(n_jobs, seed=seed, gpu_types=tuple(gpus_by_type))
     m = load_gavel_throughputs()
     thr = np.array([[m.isolated[(jobs.model_names[c], int(g), t)] for t in gpus_by_type]
-                    for c, g in zip(jobs.model_code, jobs.num_gpus)])
+                    for c, g in zip(jobs.model_code, jobs.num_gpus, strict=True)])
     return jobs, thr
 
 
@@ -397,7 +397,7 @@ def gavel_hetero_jobs(n: int, jobs_per_hour: float, seed: int, gpus_by_type=GAVE
     raw = traces.gavel_jobs(n, jobs_per_hour=jobs_per_hour, seed=seed, gpu_types=tuple(gpus_by_type))
     m = load_gavel_throughputs()
     models = [raw.model_names[c] for c in raw.model_code]
-    thr = np.array([[m.isolated[(mo, int(g), t)] for t in gpus_by_type] for mo, g in zip(models, raw.num_gpus)])
+    thr = np.array([[m.isolated[(mo, int(g), t)] for t in gpus_by_type] for mo, g in zip(models, raw.num_gpus, strict=True)])
     steps = np.round(raw.duration_s * thr[:, 0])
     jobs = make_jobs(np.round(raw.submit_s), steps / thr[:, 0], raw.num_gpus, speed=thr / thr[:, :1],
                      model=models, name=raw.name)

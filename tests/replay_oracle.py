@@ -11,7 +11,7 @@ from __future__ import annotations
 def oracle(submit, work, gpus, total, policy, thresholds=(), knob=0.0):
     jobs = [dict(id=i, submit=int(s), work=int(w), g=int(g), rem=int(w), att=0, base=0,
                  starve=0, q=0, start=None, finish=None, pre=0, run=False)
-            for i, (s, w, g) in enumerate(zip(submit, work, gpus))]
+            for i, (s, w, g) in enumerate(zip(submit, work, gpus, strict=True))]
     queues = [[] for _ in range(len(thresholds) + 1)]   # LAS: lists in their order
     waiting, running = [], []
     now, arrived = 0, 0

@@ -334,7 +334,7 @@ def test_every_command_has_a_base_and_every_flag_a_declared_type():
 
 def test_bases_run(files):
     stopped = []   # bases that need the real traces, when they are absent
-    for name, bases in BASES.items():
+    for _name, bases in BASES.items():
         for base, _ in bases:
             outcome = run_main(substitute(base, files))
             if outcome.code == 2 and stopped_at_missing_trace(outcome.err):

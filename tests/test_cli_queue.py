@@ -7,10 +7,9 @@ import sys
 
 import pytest
 
-from tests.conftest import cli_json, replaced
-
 import magnum_lib
 from magnum_lib.cli import main
+from tests.conftest import cli_json, replaced
 
 BASE = ["queue", "--servers", "2", "--arrival-rate", "1.5", "--service-rate", "1",
         "--jobs", "2000", "--seed", "3"]

@@ -70,7 +70,7 @@ def test_counts_match_mix(mix):
     check_structure(c)
     counts = c.counts_by_type()
     assert sum(counts.values()) == c.n_devices
-    for (name, frac), key in zip(mix.items(), c.type_keys):
+    for (_name, frac), key in zip(mix.items(), c.type_keys, strict=True):
         # types are dealt by node: at most one node's worth of devices from the exact share
         assert abs(counts[key] - frac * c.n_devices) <= dpn
         assert counts[key] % dpn == 0
@@ -120,7 +120,7 @@ def test_navigation(small):
 
 
 def test_memory_per_device_from_catalog(small):
-    mem = dict(zip(small.type_keys, small.type_memory_bytes))
+    mem = dict(zip(small.type_keys, small.type_memory_bytes, strict=True))
     assert mem == {"h100_sxm": 80 * 10**9, "mi300x": 192 * 10**9, "mtia_v2": 128 * 10**9}
     assert np.array_equal(small.device_memory_bytes, small.device_free_memory)
 

@@ -3,7 +3,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.energy import C46_POWER, C46_SAVING, DvfsModel
 from magnum_lib.engine.errors import ParameterError

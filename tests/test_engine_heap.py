@@ -88,7 +88,7 @@ def test_pops_come_out_by_time_then_insertion_order(EventHeap, events):
     for time, payload in events:
         heap.push(time, payload)
     popped = [heap.pop() for _ in range(len(events))]
-    expected = [(t, p) for (t, p), _ in sorted(zip(events, range(len(events))),
+    expected = [(t, p) for (t, p), _ in sorted(zip(events, range(len(events)), strict=True),
                                                key=lambda e: (e[0][0], e[1]))]
     assert popped == expected
     assert len(heap) == 0

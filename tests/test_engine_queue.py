@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import magnum_lib
-from magnum_lib.engine import (ParameterError, QueueResult, distributions, kernel, queue_ref,
-                               simulate_queue)
+from magnum_lib.engine import ParameterError, QueueResult, distributions, kernel, queue_ref, simulate_queue
 from tests.conftest import import_compiled
 
 
@@ -32,7 +31,7 @@ def kiefer_wolfowitz_waits(ia, sv, servers):
     free = [0] * servers
     arrival = np.cumsum(ia).tolist()
     waits = []
-    for a, s in zip(arrival, sv.tolist()):
+    for a, s in zip(arrival, sv.tolist(), strict=True):
         start = max(a, heapq.heappop(free))
         heapq.heappush(free, start + s)
         waits.append(start - a)

@@ -2,8 +2,8 @@
 and the command line building only the parser it needs."""
 from __future__ import annotations
 
-import io
 import contextlib
+import io
 
 import numpy as np
 import pytest

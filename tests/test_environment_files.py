@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 
 # Conda-only entries: the interpreter, pip itself and the compiler Binder needs.

@@ -9,8 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from magnum_lib.gossip import bloom_ref
-from magnum_lib.gossip.bloom import (HEADER_BYTES, K_MAX, M_MAX, BloomFilter, expected_fp_rate, is_prime,
-                                     next_prime, optimal_params, union_all)
+from magnum_lib.gossip.bloom import (
+    HEADER_BYTES,
+    K_MAX,
+    M_MAX,
+    BloomFilter,
+    expected_fp_rate,
+    is_prime,
+    next_prime,
+    optimal_params,
+    union_all,
+)
 from tests.conftest import import_compiled
 
 int_keys = st.lists(st.integers(0, 2**64 - 1), max_size=60)

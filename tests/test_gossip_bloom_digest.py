@@ -8,8 +8,7 @@ import pytest
 
 from magnum_lib.cluster import build_cluster
 from magnum_lib.gossip.bloom import HEADER_BYTES, BloomFilter
-from magnum_lib.gossip.digest import (NODE_ID_BYTES, build_digest, digest_over_time, free_nodes_by_type,
-                                      staleness_theory)
+from magnum_lib.gossip.digest import NODE_ID_BYTES, build_digest, digest_over_time, free_nodes_by_type, staleness_theory
 
 CLUSTER = build_cluster()  # 960 nodes of 8 devices
 

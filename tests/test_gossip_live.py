@@ -23,8 +23,7 @@ from magnum_lib.gossip.live import MAX_UPDATES_PER_INTERVAL, Endpoint, LiveResul
 from magnum_lib.gossip.merge import Versioned, vc_view
 from magnum_lib.gossip.state import NodeState, view_of
 from magnum_lib.gossip.vclock import VectorClock
-from magnum_lib.gossip.wire import (MAGIC, MAX_DATAGRAM, VERSION, WireError, decode, encode_view,
-                                    entry_bytes, pack)
+from magnum_lib.gossip.wire import MAGIC, MAX_DATAGRAM, VERSION, WireError, decode, encode_view, entry_bytes, pack
 
 FAST = dict(interval="10ms", duration="2s")
 

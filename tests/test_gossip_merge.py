@@ -3,12 +3,26 @@ and keeps stale busy bits."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, find, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from magnum_lib.gossip.merge import (MergeRate, Versioned, conflicts, maximal, measure_merges, merge_article,
-                                     merge_lww, merge_state_article, merge_vc, merges_per_second,
-                                     phantom_busy, resolve, vc_view, write_vc)
+from magnum_lib.gossip.merge import (
+    MergeRate,
+    Versioned,
+    conflicts,
+    maximal,
+    measure_merges,
+    merge_article,
+    merge_lww,
+    merge_state_article,
+    merge_vc,
+    merges_per_second,
+    phantom_busy,
+    resolve,
+    vc_view,
+    write_vc,
+)
 from magnum_lib.gossip.state import NodeState, view_of
 from magnum_lib.gossip.vclock import VectorClock
 

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.gossip import dissemination_ref as ref
 from magnum_lib.gossip.dissemination import (
-    MAX_STALENESS_NODES, mean_coverage, message_size, simulate, simulate_seeds, staleness)
+    MAX_STALENESS_NODES,
+    mean_coverage,
+    message_size,
+    simulate,
+    simulate_seeds,
+    staleness,
+)
 from tests.conftest import import_compiled
 
 MODES = ("push", "pull", "pushpull")

@@ -1,13 +1,11 @@
 """``faux-magnum gossip``: JSON keys, the table, and one-line errors naming the flag."""
 from __future__ import annotations
 
-
 import pytest
-
-from tests.conftest import cli_json, replaced
 
 import magnum_lib
 from magnum_lib.cli import main
+from tests.conftest import cli_json, replaced
 
 BASE = ["gossip", "--nodes", "500", "--fanout", "2", "--seed", "3"]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from magnum_lib.gossip.state import (MAX_GPUS, NodeState, bitmap_of, check_view, view_of)
+from magnum_lib.gossip.state import MAX_GPUS, NodeState, bitmap_of, check_view, view_of
 from magnum_lib.gossip.vclock import Order, VectorClock
 
 

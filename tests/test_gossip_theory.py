@@ -16,8 +16,13 @@ import pytest
 
 from magnum_lib._backend import backend
 from magnum_lib.gossip.dissemination import mean_coverage, simulate_seeds
-from magnum_lib.gossip.theory import (mean_field, mean_field_push, push_rounds_expected,
-                                      pushpull_rounds_estimate, rounds_to_fraction)
+from magnum_lib.gossip.theory import (
+    mean_field,
+    mean_field_push,
+    push_rounds_expected,
+    pushpull_rounds_estimate,
+    rounds_to_fraction,
+)
 
 COMPILED = backend() == "compiled"
 needs_compiled = pytest.mark.skipif(

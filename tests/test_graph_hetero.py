@@ -7,8 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from magnum_lib.engine.errors import ParameterError
-from magnum_lib.graph.hetero import ThroughputMatrix, allocate, blind_allocation, compare, gavel_matrix, \
-    parse_cluster, roofline_matrix
+from magnum_lib.graph.hetero import (
+    ThroughputMatrix,
+    allocate,
+    blind_allocation,
+    compare,
+    gavel_matrix,
+    parse_cluster,
+    roofline_matrix,
+)
 from magnum_lib.hardware import default_catalog
 from magnum_lib.workload.traces import load_gavel_throughputs
 
@@ -32,7 +39,7 @@ def assert_feasible(alloc, counts):
        st.integers(0, 2**32 - 1))
 def test_lp_feasible_and_never_worse_than_blind(n_jobs, n_types, count_list, seed):
     types = ("k80", "p100", "v100")[:n_types]
-    counts = dict(zip(types, count_list))
+    counts = dict(zip(types, count_list, strict=True))
     tm = matrix(np.random.default_rng(seed).uniform(0.1, 10, (n_jobs, n_types)), types)
     blind = blind_allocation(tm, counts)
     assert_feasible(blind, counts)

@@ -9,8 +9,15 @@ import pytest
 import yaml
 
 from magnum_lib._resources import data_path
-from magnum_lib.graph.manifest import Layer, Manifest, ManifestError, load_manifest, parse_manifest, \
-    shipped_manifests, validate_manifest
+from magnum_lib.graph.manifest import (
+    Layer,
+    Manifest,
+    ManifestError,
+    load_manifest,
+    parse_manifest,
+    shipped_manifests,
+    validate_manifest,
+)
 from magnum_lib.graph.reserve import reserve, transfer_ns
 from magnum_lib.hardware import default_catalog
 from tests.conftest import SHARED_DATA

@@ -13,8 +13,7 @@ import time
 import pytest
 
 from magnum_lib.cli import main
-from magnum_lib.graph.manifest import MAX_MANIFEST_BYTES, MAX_YAML_NODES, ManifestError, load_manifest, \
-    parse_manifest
+from magnum_lib.graph.manifest import MAX_MANIFEST_BYTES, MAX_YAML_NODES, ManifestError, load_manifest, parse_manifest
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 GOOD_TEXT = "job:\n  id: x\n  gpu_type: mtia_v2\n  graph:\n    - {layer: a, runtime: 1ms, memory: 1GB}\n"

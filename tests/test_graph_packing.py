@@ -9,8 +9,15 @@ from hypothesis import strategies as st
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.graph import packing_ref
 from magnum_lib.graph.manifest import parse_manifest
-from magnum_lib.graph.packing import POLICIES, JobSet, compare_policies, jobs_from_manifests, \
-    make_inference_graphs, pack, utilization_vs_load
+from magnum_lib.graph.packing import (
+    POLICIES,
+    JobSet,
+    compare_policies,
+    jobs_from_manifests,
+    make_inference_graphs,
+    pack,
+    utilization_vs_load,
+)
 from magnum_lib.graph.reserve import reserve
 from tests.conftest import import_compiled
 from tests.test_graph_manifest import GOOD
@@ -33,7 +40,7 @@ def toy(runtimes, reserve_bytes, capacity, xfers=None, arrivals=None, link=None)
 def union_length(start, end) -> int:
     """Length of the union of [start, end) intervals (sweep over sorted starts)."""
     total, cur_s, cur_e = 0, None, None
-    for s, e in sorted(zip(start.tolist(), end.tolist())):
+    for s, e in sorted(zip(start.tolist(), end.tolist(), strict=True)):
         if cur_e is None or s > cur_e:
             if cur_e is not None:
                 total += cur_e - cur_s

@@ -16,8 +16,14 @@ from hypothesis import strategies as st
 from magnum_lib import backend
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.node import balance_ref
-from magnum_lib.node.balance import (balls_into_bins, batch_sampling, supermarket, theory_queue_tail,
-                                     theory_time_in_system, theory_zero_wait)
+from magnum_lib.node.balance import (
+    balls_into_bins,
+    batch_sampling,
+    supermarket,
+    theory_queue_tail,
+    theory_time_in_system,
+    theory_zero_wait,
+)
 from tests.conftest import import_compiled
 
 COMPILED = backend() == "compiled"
@@ -47,7 +53,7 @@ MEAN_CASES = [  # (choices, load, theory from the issue, tolerance, jobs compile
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(choices, load, jobs):
     policy = "random" if choices == 1 else "power_of_d"
     return supermarket(servers=1000, load=load, choices=choices, policy=policy, jobs=jobs, seed=11)

@@ -7,10 +7,9 @@ import sys
 
 import pytest
 
-from tests.conftest import cli_json
-
 import magnum_lib
 from magnum_lib.cli import main
+from tests.conftest import cli_json
 
 BASE = ["dispatch", "--servers", "100", "--choices", "2", "--load", "0.7", "--jobs", "5000",
         "--seed", "3"]
@@ -26,7 +25,7 @@ def test_json_output(capsys):
     assert out["events"] == 2 * 5000  # one arrival and one departure per job
     tail = out["queue_tail"]
     assert isinstance(tail, list) and len(tail) == 10
-    assert all(0 <= b <= a <= 1 for a, b in zip(tail, tail[1:]))
+    assert all(0 <= b <= a <= 1 for a, b in zip(tail, tail[1:], strict=True))
     assert out["time_in_system_mean"] >= 0.5 and out["p99"] >= out["time_in_system_mean"]
     assert out["wall_s"] > 0
     assert out["backend"] == magnum_lib.backend()
@@ -75,7 +74,7 @@ def test_choices_one_is_random_placement_in_theory(capsys):
 ])
 def test_bad_input_exits_2_with_one_line_naming_the_flag(capsys, argv, flag):
     args = list(BASE)
-    for name, value in zip(argv[::2], argv[1::2]):
+    for name, value in zip(argv[::2], argv[1::2], strict=True):
         if name in args:
             args[args.index(name) + 1] = value
         else:

@@ -3,7 +3,8 @@
 queued class pauses. Both backends against the readable definition, then bad input."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.node import dispatcher_ref
 

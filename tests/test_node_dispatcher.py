@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.node import dispatcher_ref
-from magnum_lib.node.dispatcher import (Workload, check_conservation, dispatch, make_workload,
-                                        mixed_workload)
+from magnum_lib.node.dispatcher import Workload, check_conservation, dispatch, make_workload, mixed_workload
 from tests.conftest import import_compiled
 
 
@@ -76,7 +75,7 @@ def kiefer_wolfowitz_waits(arrival, work, servers):
     """Independent FIFO G/G/c waits: each job, in order, takes the earliest-free server."""
     free = [0] * servers
     waits = []
-    for a, s in zip(arrival.tolist(), work.tolist()):
+    for a, s in zip(arrival.tolist(), work.tolist(), strict=True):
         start = max(a, heapq.heappop(free))
         heapq.heappush(free, start + s)
         waits.append(start - a)

@@ -16,12 +16,21 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.node.hedging import (
-    LATENCY_KINDS, expected_extra_busy, hedge_delay, hedged_density, hedged_quantile,
-    hedged_survival, latency_dist, quantile_standard_error, simulate_hedging)
+    LATENCY_KINDS,
+    expected_extra_busy,
+    hedge_delay,
+    hedged_density,
+    hedged_quantile,
+    hedged_survival,
+    latency_dist,
+    quantile_standard_error,
+    simulate_hedging,
+)
 
 N_THEORY = 500_000
 DISTS = {"exp": latency_dist("exp"), "lognormal": latency_dist("lognormal", sigma=1.0),

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from magnum_lib.engine.errors import ParameterError
-from magnum_lib.node.placement import (POLICIES, compare_policies, make_stream, node_devices, place,
-                                       request_stream)
+from magnum_lib.node.placement import POLICIES, compare_policies, make_stream, node_devices, place, request_stream
 
 # One compute-bound request: 1e12 FLOPs, 1e8 bytes.
 H100_S = max(1e12 / 989.4e12, 1e8 / 3.35e12)  # 1.0107 ms

@@ -7,11 +7,9 @@ import sys
 
 import pytest
 
-from tests.conftest import cli_json, replaced
-
 from magnum_lib.cli import main
 from magnum_lib.node import ring
-
+from tests.conftest import cli_json, replaced
 
 KEYS = {"items_per_s", "wall_s", "items", "capacity", "batch", "backend", "verified"}
 

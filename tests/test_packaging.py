@@ -11,11 +11,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from magnum_lib import _backend, cli
 from magnum_lib._resources import data_path
@@ -235,8 +235,9 @@ def test_source_checkout_without_extensions_does_not_warn(tmp_path):
 # ------------------------------------------------------------------ one compile, quiet
 
 def test_editable_install_declares_no_extensions(monkeypatch):
-    from setuptools import distutils  # noqa: F401  (setuptools' own copy)
     from distutils.core import run_setup
+
+    from setuptools import distutils  # noqa: F401  (setuptools' own copy)
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("MAGNUM_NO_EXTENSIONS", "1")

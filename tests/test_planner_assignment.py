@@ -344,13 +344,13 @@ def test_compiled_and_reference_agree_exactly(problem):
     if isinstance(outcomes[0], str):
         assert outcomes[0] == outcomes[1]
         return
-    for ours, theirs in zip(outcomes[0], outcomes[1]):
+    for ours, theirs in zip(outcomes[0], outcomes[1], strict=True):
         np.testing.assert_array_equal(ours, theirs)
     prepared, _ = assignment_ref.prepare(cost, maximize)
     if prepared.size:
         a = compiled.shortest_augmenting_paths(prepared, return_steps=True)
         b = assignment_ref.shortest_augmenting_paths(prepared, return_steps=True)
-        for x, y in zip(a[:3], b[:3]):
+        for x, y in zip(a[:3], b[:3], strict=True):
             np.testing.assert_array_equal(x, y)  # the same floats, bit for bit
         assert a[3] == b[3]
 

@@ -10,8 +10,7 @@ import pytest
 
 from magnum_lib.cli import main
 from magnum_lib.regional import contention_ref
-from magnum_lib.regional.contention import (birthday_bound, expected_lease_failure_rate,
-                                            simulate_contention)
+from magnum_lib.regional.contention import birthday_bound, expected_lease_failure_rate, simulate_contention
 from tests.conftest import import_compiled
 
 

@@ -1,7 +1,8 @@
 """Consistent hashing (regional/hashing.py): the ring, its lookup rule, shares, bad input."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.regional import hashing

@@ -1,7 +1,8 @@
 """Regional scheduler, stale view, baselines, job-state invariants and a randomized soak."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.regional.baselines import JOB_STATES, MODES, compare, simulate_scheduling
 from magnum_lib.regional.bench import bench_regional

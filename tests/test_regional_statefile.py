@@ -16,8 +16,17 @@ from hypothesis import strategies as st
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.regional.default_region import NodeSpec, default_region, interconnect_satisfies
 from magnum_lib.regional.lease import Lease
-from magnum_lib.regional.statefile import (PAUSE_ENV, CapacityError, LeaseNotFoundError, RegionState, StateFile,
-                                           StateFileError, atomic_write, iso_utc, parse_request)
+from magnum_lib.regional.statefile import (
+    PAUSE_ENV,
+    CapacityError,
+    LeaseNotFoundError,
+    RegionState,
+    StateFile,
+    StateFileError,
+    atomic_write,
+    iso_utc,
+    parse_request,
+)
 
 T0 = 1_700_000_000 * 10**9  # an arbitrary wall-clock instant, ns
 GB = 10**9
@@ -48,7 +57,7 @@ def test_region_from_cluster_keeps_the_cluster_nodes():
     nodes = region_from_cluster(cluster, region=1)
     members = cluster.nodes_of_region(1)
     assert [n.node_id for n in nodes] == list(range(len(members))) and len(members) == 6
-    for spec, n in zip(nodes, members):
+    for spec, n in zip(nodes, members, strict=True):
         assert spec.device_type == cluster.type_keys[int(cluster.node_type[n])]
         assert spec.devices == len(cluster.devices_of_node(int(n))) == 8
     with pytest.raises(ParameterError):

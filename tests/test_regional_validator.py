@@ -1,7 +1,8 @@
 """Node-side validator: each reason, preemption, atomicity, costs, parity, invariants."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.regional import validator_ref
 from magnum_lib.regional.lease import LeaseIds, issue_lease
@@ -18,7 +19,7 @@ def _snapshot(state):
 
 
 def _same(a, b):
-    return all(np.array_equal(x, y) for x, y in zip(a, b))
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def test_each_refusal_reason_and_nothing_half_applied():

@@ -106,9 +106,9 @@ def test_gavel_style_single_type_all_allocations():
     jobs = traces.gavel_jobs(60, jobs_per_hour=20, seed=4, gpu_types=("v100",))
     cluster = ReplayCluster.uniform(2, 4, "v100")
     for alloc in ("fifo", "maxmin", "maxmin-blind"):
-        same(jobs, cluster, lambda: GavelRounds(alloc))                     # (max-min: waterfill)
+        same(jobs, cluster, lambda: GavelRounds(alloc))                     # (max-min: waterfill)  # noqa: B023
     for alloc in ("maxmin", "maxmin-blind"):
-        same(jobs, cluster, lambda: GavelRounds(alloc, solver="highs"))     # HiGHS, called back
+        same(jobs, cluster, lambda: GavelRounds(alloc, solver="highs"))     # HiGHS, called back  # noqa: B023
 
 
 @pytest.mark.needs_traces
@@ -162,7 +162,7 @@ def test_philly_waterfill_measured_steps():
     raw = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4]).subset(slice(0, 120))
     jobs, rate = replay_peers.measured_durations(raw)
     for allocation in ("maxmin", "maxmin-blind"):
-        same(jobs, ReplayCluster.uniform(4, 4), lambda: GavelRounds(allocation, steps_per_s=rate, solver="waterfill"))
+        same(jobs, ReplayCluster.uniform(4, 4), lambda: GavelRounds(allocation, steps_per_s=rate, solver="waterfill"))  # noqa: B023
 
 
 @pytest.mark.needs_traces
@@ -284,7 +284,7 @@ def small_traces(draw):
     steps = None
     if draw(st.booleans()):
         steps = [[draw(st.sampled_from([0.1, 1 / 7, 0.9, 1.0, 2.5])) for _ in range(ntypes)] for _ in range(n)]
-    return submit, dur, gpus, dict(zip(names, counts)), alloc, speed, steps
+    return submit, dur, gpus, dict(zip(names, counts, strict=True)), alloc, speed, steps
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.replay import ReplayCluster, make_jobs, replay
 from magnum_lib.replay.policies import TiresiasLAS

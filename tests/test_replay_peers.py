@@ -18,8 +18,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import replay_peers  # noqa: E402
 
-from magnum_lib.replay import ReplayCluster, replay  # noqa: E402
-from magnum_lib.replay import traces  # noqa: E402
+from magnum_lib.replay import (  # noqa: E402
+    ReplayCluster,
+    replay,
+    traces,  # noqa: E402
+)
 
 pytestmark = pytest.mark.needs_traces   # each compares on a real trace or Gavel's throughputs
 

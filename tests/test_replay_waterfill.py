@@ -90,7 +90,7 @@ def test_levels_are_the_lexicographic_max_min(case):
     scale, N, thr = case
     x, h, a, t = solve_both(scale, N, thr)
     ours, theirs = np.sort(a * x), np.sort(a * h)
-    for u, v in zip(ours, theirs):
+    for u, v in zip(ours, theirs, strict=True):
         if abs(u - v) <= TOL * max(1.0, abs(v)):
             continue
         assert u > v, (ours, theirs)

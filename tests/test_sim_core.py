@@ -1,7 +1,8 @@
 """The whole-system simulator: parity of the two cores, invariants, bad input."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.sim import EVOLUTION, make_config, simulate

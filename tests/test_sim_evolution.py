@@ -25,7 +25,7 @@ def test_latency_falls_step_by_step(rows):
     # with gossip entries versioned (a stale snapshot no longer undoes a lease reply), v1's
     # decision latency is no longer inflated by refusals; v2's step is in SLA attainment
     # (cost model, pre-reserved graphs, micro-preemption, hedging), below.
-    assert all(a >= b for a, b in zip(p95[:3], p95[1:4])), p95
+    assert all(a >= b for a, b in zip(p95[:3], p95[1:4], strict=True)), p95
     assert p95[2] > max(p95[3:]), p95
     assert p95[0] > 100 * p95[-1]
     for p in ("magnum_v1", "magnum_v2"):

@@ -1,7 +1,6 @@
 """Fleet regions in parallel on Dask worker processes give the serial result; sweeps run."""
-import pytest
-
 import numpy as np
+import pytest
 
 from magnum_lib.sim import make_config
 from magnum_lib.sim.model import RegionLayout, plan_hints, plan_seed, region_snapshot

@@ -384,10 +384,10 @@ def test_lease_rule_twins_agree_with_the_validator_on_random_nodes():
         live = rng.random(k) < 0.7
         count = rng.integers(1, 4, k)
         free, need, p = int(rng.integers(0, 3)), int(rng.integers(1, 8)), int(rng.integers(0, 5))
-        last_s, last_p = V.cover_victims(lambda s: live[s], lambda s: prio[s], lambda s: count[s], 0, k, free, need, p)
+        last_s, last_p = V.cover_victims(lambda s: live[s], lambda s: prio[s], lambda s: count[s], 0, k, free, need, p)  # noqa: B023
         cand = sorted((int(prio[s]), s) for s in range(k) if live[s] and prio[s] < p)
         gained, chosen = free, []
-        for ps, s in cand:  # the readable form: lowest priorities first until enough is free
+        for _ps, s in cand:  # the readable form: lowest priorities first until enough is free
             if gained >= need:
                 break
             chosen.append(s)
@@ -398,7 +398,7 @@ def test_lease_rule_twins_agree_with_the_validator_on_random_nodes():
         assert last_s == (chosen[-1] if chosen else -1)
         if chosen:
             assert sorted(s for s in range(k) if V.is_victim(lambda s: live[s], lambda s: prio[s], s, p, last_p, last_s)) \
-                == sorted(chosen)
+                == sorted(chosen)  # noqa: B023
 
 
 def test_every_hedge_copy_goes_where_the_node_layer_lets_it(recorded):

@@ -37,7 +37,7 @@ def test_teaching_forms_are_short(form):
 def _simple_nodes(state: NodeState):
     return [validator_simple.Node(int(row[validator_ref.N_TYPE]), int(row[validator_ref.N_IC]),
                                   int(row[validator_ref.N_MEM]), int(d), [None] * state.K)
-            for row, d in zip(state.nodes, state.node_devices)]
+            for row, d in zip(state.nodes, state.node_devices, strict=True)]
 
 
 def _run_validator(module, seed):
@@ -52,7 +52,7 @@ def _run_validator(module, seed):
     for batch in range(16):
         r = int(rng.integers(1, 6))
         node = rng.integers(0, 5, r)
-        mostly = lambda right, wrong: np.where(rng.random(r) < 0.85, right, wrong)  # noqa: E731
+        mostly = lambda right, wrong: np.where(rng.random(r) < 0.85, right, wrong)  # noqa: B023, E731
         cols = dict(node=node, type=mostly(state.node_type[node], rng.integers(0, len(state.type_keys), r)),
                     count=rng.integers(1, 9, r), mem=mostly(10**9, rng.choice([40 * 10**9, 200 * 10**9], r)),
                     ic=mostly(state.node_ic[node], rng.integers(0, n_ic, r)),
@@ -69,7 +69,7 @@ def _run_validator(module, seed):
             if reason.startswith("accepted"):
                 assert slot == int(out["slot"][k]) - lease.node * state.K
             mine = [(v.job, v.count) for v in victims]
-            theirs = [(int(j), int(c)) for j, c, by in zip(out["pre_job"], out["pre_count"], out["pre_by"]) if by == k]
+            theirs = [(int(j), int(c)) for j, c, by in zip(out["pre_job"], out["pre_count"], out["pre_by"], strict=True) if by == k]
             assert mine == theirs, (seed, batch, k)
         now += 100
     return seen
@@ -111,7 +111,7 @@ def test_dispatcher_simple_agrees_with_the_kernel(module, seed):
     devices, quantum = int(rng.integers(1, 4)), int(rng.choice([250, 1_000]))
     pause, resume, preempt = int(rng.integers(0, 300)), int(rng.integers(0, 300)), bool(seed % 4)
     kernel = module.run_dispatch(arrival, work, prio, devices, quantum, pause, resume, preempt, 3, -1, False)
-    simple = dispatcher_simple.dispatch(list(zip(arrival.tolist(), work.tolist(), prio.tolist())),
+    simple = dispatcher_simple.dispatch(list(zip(arrival.tolist(), work.tolist(), prio.tolist(), strict=True)),
                                         devices, quantum, pause, resume, preempt)
     assert simple == kernel["finish_ns"].tolist()
     if preempt and seed == 1:

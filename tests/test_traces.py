@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from magnum_lib.workload import (
+    Workload,
     load_alibaba_nodes,
     load_alibaba_pods,
     load_gavel_throughputs,
     load_philly,
     trace_path,
+    traces,
 )
-from magnum_lib.workload import Workload, traces
 from magnum_lib.workload._csvcols import _read_columns, read_columns
 
 PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"

@@ -270,8 +270,8 @@ def test_workload_csv_errors_give_line_and_column(tmp_path, body, line, col):
         Workload.from_csv(p)
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 JOBS = st.lists(st.tuples(st.floats(0, 1e7), st.floats(1e-3, 1e7), st.integers(1, 1024)),
                 min_size=0, max_size=30)

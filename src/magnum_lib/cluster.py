@@ -135,7 +135,7 @@ class Cluster:
     def counts_by_type(self) -> dict[str, int]:
         """Devices per catalog key."""
         counts = np.bincount(self.device_type, minlength=len(self.type_keys))
-        return {k: int(c) for k, c in zip(self.type_keys, counts)}
+        return {k: int(c) for k, c in zip(self.type_keys, counts, strict=True)}
 
     def summary(self) -> dict:
         """Sizes, devices and memory by type, and the arrays' footprint."""
@@ -146,7 +146,7 @@ class Cluster:
             "nodes": self.n_nodes,
             "devices": self.n_devices,
             "devices_by_type": counts,
-            "memory_bytes_by_type": {k: int(counts[k]) * int(m) for k, m in zip(self.type_keys, self.type_memory_bytes)},
+            "memory_bytes_by_type": {k: int(counts[k]) * int(m) for k, m in zip(self.type_keys, self.type_memory_bytes, strict=True)},
             "free_memory_bytes": int(self.device_free_memory.sum()),
             "nbytes": self.nbytes,
             "bytes_per_device": self.bytes_per_device,

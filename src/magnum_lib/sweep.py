@@ -67,7 +67,7 @@ def grid_points(grid: Mapping, *, seeds=None) -> list[dict]:
             raise ValueError(f"grid[{name!r}] is an empty list; give at least one value")
     if seeds is not None and "seed" in grid:
         raise ValueError("'seed' is both a grid parameter and given by seeds/repeats; use one")
-    points = [dict(zip(names, combo)) for combo in itertools.product(*(list(grid[n]) for n in names))]
+    points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(list(grid[n]) for n in names))]
     if seeds is None:
         return points
     return [{**p, "seed": s} for p in points for s in seeds]
@@ -163,7 +163,7 @@ def _dask_available() -> bool:
 
 
 def sweep(func, grid: Mapping, *, client=None, repeats=None, seeds=None, progress: bool = True,
-          n_workers: int | None = None, processes: bool = False) -> "SweepResult":
+          n_workers: int | None = None, processes: bool = False) -> SweepResult:
     """Call ``func(**params)`` for every combination in ``grid`` and tabulate the results.
 
     Parameters
@@ -205,7 +205,7 @@ def sweep(func, grid: Mapping, *, client=None, repeats=None, seeds=None, progres
         results = _run_serial(func, points, progress)
     else:
         results, backend = _run_on_dask(client, func, points, progress, n_workers, processes)
-    rows = [{**p, **r} for p, r in zip(points, results)]
+    rows = [{**p, **r} for p, r in zip(points, results, strict=True)]
     return SweepResult(rows, params=list(points[0]), backend=backend,
                        elapsed_s=time.perf_counter() - started)
 
@@ -326,7 +326,7 @@ class SweepResult:
             return "SweepResult(0 rows)"
         table = [self.columns] + [[_cell(r.get(c, "")) for c in self.columns] for r in self._shown()]
         widths = [max(len(row[j]) for row in table) for j in range(len(self.columns))]
-        lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+        lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
         if len(self.rows) > self.max_repr_rows:
             lines.append(f"... {len(self.rows)} rows in all")
         return "\n".join(lines)

@@ -6,11 +6,10 @@ a pool of ``--servers`` FIFO servers where the copies add load
 """
 from __future__ import annotations
 
+import argparse
 import json
 
-import argparse
-
-from magnum_lib.commands._common import SEED, Duration, Float, FlagType, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, FlagType, Float, Int, float_value, int_value, print_table
 from magnum_lib.engine.errors import ParameterError, excerpt
 
 _HOUR_NS = 3600 * 10**9

@@ -18,8 +18,15 @@ import time
 
 from magnum_lib.commands._common import NAME, PROG, Duration, Int, Size, StateFile, Text, UsageError, flag_name
 from magnum_lib.engine.errors import ParameterError
-from magnum_lib.regional.statefile import (LOCK_WAIT_S, MAX_DEVICES_PER_NODE, MAX_MEMORY_BYTES, MAX_STATE_BYTES,
-                                           MAX_TIMEOUT_NS, MIN_MEMORY_BYTES, MIN_TIMEOUT_NS)
+from magnum_lib.regional.statefile import (
+    LOCK_WAIT_S,
+    MAX_DEVICES_PER_NODE,
+    MAX_MEMORY_BYTES,
+    MAX_STATE_BYTES,
+    MAX_TIMEOUT_NS,
+    MIN_MEMORY_BYTES,
+    MIN_TIMEOUT_NS,
+)
 
 EXIT_BUSY = 1
 _REQUEST_FLAGS = ("job_id", "gpu_type", "count", "memory", "interconnect", "lease_timeout")
@@ -125,8 +132,14 @@ def _request_kwargs(args) -> dict:
 
 
 def _run_lease(args) -> int:
-    from magnum_lib.regional.statefile import (CapacityError, LeaseNotFoundError, RegionState, StateFile,
-                                               StateFileError, parse_request)
+    from magnum_lib.regional.statefile import (
+        CapacityError,
+        LeaseNotFoundError,
+        RegionState,
+        StateFile,
+        StateFileError,
+        parse_request,
+    )
 
     try:
         kwargs = _request_kwargs(args)

@@ -81,7 +81,7 @@ def _run_reserve(args) -> int:
           f"{' (pre_reserve: whole graph held)' if result.pre_reserve else ''}, "
           f"makespan {format_duration(result.makespan_ns)}")
     width = max(len(n) for n in result.layer_names)
-    for name, s, e in zip(result.layer_names, result.start_ns, result.end_ns):
+    for name, s, e in zip(result.layer_names, result.start_ns, result.end_ns, strict=True):
         print(f"  {name:<{width}}  {format_duration(int(s)):>10} -> {format_duration(int(e)):>10}")
     for note in result.notes:
         print(f"note: {note}")

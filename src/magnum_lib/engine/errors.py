@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import numbers
 
-
 #: The longest excerpt of a bad value an error message shows (a 100 kB value must not
 #: become a 100 kB line).
 EXCERPT_CHARS = 60

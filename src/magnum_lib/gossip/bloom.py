@@ -237,7 +237,7 @@ class BloomFilter:
         return self._seed
 
     @classmethod
-    def for_capacity(cls, n: int, fp_rate: float, seed: int = 0) -> "BloomFilter":
+    def for_capacity(cls, n: int, fp_rate: float, seed: int = 0) -> BloomFilter:
         """An empty filter sized by :func:`optimal_params` for ``n`` keys."""
         m, k = optimal_params(n, fp_rate)
         return cls(m, k, seed)
@@ -275,7 +275,7 @@ class BloomFilter:
             raise ValueError(f"{what}: filters differ in (m, k, seed): {mine} vs {theirs}; "
                              "only filters of the same shape and seed combine")
 
-    def union(self, other: "BloomFilter") -> "BloomFilter":
+    def union(self, other: BloomFilter) -> BloomFilter:
         """A new filter holding the keys of both (bitwise OR); same ``m``, ``k``, ``seed`` required."""
         self._check_same_shape(other, "union")
         out = self.copy()
@@ -284,7 +284,7 @@ class BloomFilter:
 
     __or__ = union
 
-    def copy(self) -> "BloomFilter":
+    def copy(self) -> BloomFilter:
         out = BloomFilter(self.m, self.k, self.seed)
         out._bits[:] = self._bits
         return out
@@ -341,7 +341,7 @@ class BloomFilter:
         return _HEADER.pack(_MAGIC, _VERSION, self.k, 0, self.m, self.seed) + self._bits.tobytes()
 
     @classmethod
-    def from_bytes(cls, data) -> "BloomFilter":
+    def from_bytes(cls, data) -> BloomFilter:
         """Parse :meth:`to_bytes`; any malformed input raises ValueError (TypeError if not bytes)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")

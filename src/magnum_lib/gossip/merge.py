@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Callable, Iterable, Mapping
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.gossip.state import MAX_GPUS, NodeState, View, check_view
@@ -96,7 +96,7 @@ class Versioned:
         if not isinstance(self.clock, VectorClock):
             raise ParameterError("clock", f"must be a VectorClock, got {type(self.clock).__name__}")
 
-    def below(self, other: "Versioned") -> bool:
+    def below(self, other: Versioned) -> bool:
         """Whether ``other`` supersedes this version.
 
         True when ``other``'s clock is strictly after ours, or the clocks are equal and

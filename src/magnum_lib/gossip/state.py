@@ -9,8 +9,8 @@ A *view* is what one node believes about the cluster: a mapping ``node_id -> Nod
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
 
 from magnum_lib.engine.errors import ParameterError
 
@@ -114,7 +114,7 @@ class NodeState:
         return (self.generation, self.busy, self.gpus, self.pending)
 
     # -- changing (returns new states) --------------------------------------------------
-    def updated(self, *, busy=None, busy_gpus: Iterable[int] | None = None, pending=None) -> "NodeState":
+    def updated(self, *, busy=None, busy_gpus: Iterable[int] | None = None, pending=None) -> NodeState:
         """The next version: generation + 1 with a new bitmap and/or pending list.
 
         ``busy`` is a whole bitmap; ``busy_gpus`` lists busy GPU indexes instead (give one).
@@ -133,7 +133,7 @@ class NodeState:
                 "gpus": self.gpus, "pending": [list(p) for p in self.pending]}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "NodeState":
+    def from_dict(cls, data: Mapping) -> NodeState:
         """Inverse of :meth:`to_dict`; unknown or missing keys raise ParameterError."""
         if not isinstance(data, Mapping):
             raise ParameterError("state", f"must be a mapping, got {type(data).__name__}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import numbers
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.gossip.state import MAX_GENERATION, _check_id
@@ -72,20 +72,20 @@ class VectorClock(Mapping[str, int]):
     def __repr__(self) -> str:
         return f"VectorClock({dict(self._items)!r})"
 
-    def increment(self, node: str) -> "VectorClock":
+    def increment(self, node: str) -> VectorClock:
         """The clock after ``node`` writes once more."""
         counters = dict(self._items)
         counters[node] = counters.get(node, 0) + 1
         return VectorClock(counters)
 
-    def merge(self, other: "VectorClock") -> "VectorClock":
+    def merge(self, other: VectorClock) -> VectorClock:
         """Pointwise maximum: the clock of a version that has seen both."""
         counters = dict(self._items)
         for node, count in other._items:
             counters[node] = max(counters.get(node, 0), count)
         return VectorClock(counters)
 
-    def compare(self, other: "VectorClock") -> Order:
+    def compare(self, other: VectorClock) -> Order:
         """:class:`Order` of this clock relative to ``other``."""
         if not isinstance(other, VectorClock):
             raise ParameterError("other", f"must be a VectorClock, got {type(other).__name__}")

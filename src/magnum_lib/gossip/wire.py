@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.gossip.merge import Versioned, maximal

@@ -226,8 +226,8 @@ def compare(tm: ThroughputMatrix, counts: dict, objective: str = "throughput") -
         a, b = float((aware.job_throughput / blind.job_throughput).min()), 1.0
     return {
         "trace": tm.source, "objective": objective, "jobs": len(tm.jobs),
-        "cluster": {t: int(n) for t, n in zip(tm.types, _counts(tm, counts))},
+        "cluster": {t: int(n) for t, n in zip(tm.types, _counts(tm, counts), strict=True)},
         "throughput_aware": a, "throughput_blind": b, "speedup": a / b,
         "normalised_total_aware": aware.normalised_total, "normalised_total_blind": blind.normalised_total,
-        "time_share_by_type": {t: float(v) for t, v in zip(tm.types, aware.x.sum(axis=0))},
+        "time_share_by_type": {t: float(v) for t, v in zip(tm.types, aware.x.sum(axis=0), strict=True)},
     }

@@ -58,8 +58,7 @@ import yaml
 from magnum_lib._resources import data_path
 from magnum_lib.engine.errors import excerpt
 from magnum_lib.hardware import Catalog, UnknownAcceleratorError, default_catalog
-from magnum_lib.units import format_size, parse_bandwidth, parse_duration, \
-    parse_interconnect, parse_size
+from magnum_lib.units import format_size, parse_bandwidth, parse_duration, parse_interconnect, parse_size
 
 __all__ = ["Layer", "Manifest", "ManifestError", "parse_manifest", "load_manifest", "validate_manifest",
            "shipped_manifests", "resolve_manifest", "MAX_MANIFEST_BYTES", "MAX_YAML_NODES"]

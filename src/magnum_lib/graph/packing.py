@@ -203,7 +203,7 @@ def jobs_from_manifests(manifests, device=None, arrivals_s=None, catalog: Catalo
         raise ParameterError("device", str(exc).removeprefix("device: ")) from None
     xfer = np.concatenate([t.transfer_ns for t in timings])
     links = [name for t in timings for name in t.links]
-    link, link_names = _link_codes([name if x else None for name, x in zip(links, xfer)])
+    link, link_names = _link_codes([name if x else None for name, x in zip(links, xfer, strict=True)])
     return JobSet(
         acc.key, acc.memory_bytes, to_ns(arrivals),
         np.array([m.peak_memory_bytes for m in manifests], np.int64),

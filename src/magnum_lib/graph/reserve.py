@@ -23,9 +23,8 @@ device runs exactly as it is reserved there.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -103,7 +102,7 @@ class Reservation:
             "layers": [{"layer": n, "start_s": int(s) / 1e9, "end_s": int(e) / 1e9,
                         "declared_runtime_s": int(d) / 1e9, "link_bound": bool(e - s > d)}
                        for n, s, e, d in zip(self.layer_names, self.start_ns, self.end_ns,
-                                             self.declared_runtime_ns)],
+                                             self.declared_runtime_ns, strict=True)],
         }
 
 

@@ -161,7 +161,7 @@ def mixed_workload(duration="1s", inference_rate: float = 2000.0, inference_work
         work = np.maximum(np.rint(rng.exponential(mean_ns, count)), 1).astype(np.int64)
         sla_ns = _ns("inference_sla", sla) if cls == 0 else 0
         parts.append((at, work, np.full(count, cls), np.full(count, sla_ns)))
-    arrival, work, prio, sla = (np.concatenate(cols) for cols in zip(*parts))
+    arrival, work, prio, sla = (np.concatenate(cols) for cols in zip(*parts, strict=True))
     order = np.argsort(arrival, kind="stable")  # ties: inference before batch
     return make_workload(arrival[order], work[order], prio[order], sla[order])
 

@@ -289,7 +289,7 @@ def tail_latency(latency: np.ndarray, latency_unhedged: np.ndarray) -> dict:
     out = {}
     for suffix, arr in (("", latency), ("_unhedged", latency_unhedged)):
         arr.flags.writeable = False
-        for key, value in zip(("p50", "p99", "p999"), np.quantile(arr, (0.5, 0.99, 0.999))):
+        for key, value in zip(("p50", "p99", "p999"), np.quantile(arr, (0.5, 0.99, 0.999)), strict=True):
             out[key + suffix] = float(value)
         out["mean" + suffix] = float(arr.mean())
         out["latency" + suffix] = arr

@@ -87,9 +87,9 @@ def make_hints(snap: Snapshot, cl: Classes, cc: ClassCosts, job_node: np.ndarray
     until = snap.time_s + horizon_s
     hints = []
     for j, n, g, c, a, sc, m in zip(placed.tolist(), nodes.tolist(), g0.tolist(), own_cost.tolist(),
-                                    alt.tolist(), alt_score.tolist(), keep.tolist()):
+                                    alt.tolist(), alt_score.tolist(), keep.tolist(), strict=True):
         groups, scores = [g], [c]
-        for ai, si, mi in zip(a, sc, m):
+        for ai, si, mi in zip(a, sc, m, strict=True):
             if mi:
                 groups.append(ai)
                 scores.append(si)

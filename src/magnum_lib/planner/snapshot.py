@@ -139,7 +139,7 @@ class Snapshot:
         """Busy share of each node's devices, ``1 - free / capacity`` (0..1)."""
         return 1.0 - self.node_free / self.node_capacity
 
-    def with_jobs(self, demand, job_type=None, comm=None, priority=None) -> "Snapshot":
+    def with_jobs(self, demand, job_type=None, comm=None, priority=None) -> Snapshot:
         """The same nodes with other pending jobs (defaults: any type, no traffic, priority 1)."""
         demand = np.asarray(demand)
         m = demand.shape[0] if demand.ndim == 1 else -1

@@ -171,7 +171,7 @@ def simulate_scheduling(mode: str = "speculative", nodes: int = 64, devices: int
                                                        np.full(c, mem), np.full(c, ic))
             return out
 
-        def commit(j, node, allow_preempt):
+        def commit(j, node, allow_preempt, now=now):   # this round's time, bound here
             nonlocal preemptions, wasted, ckpt_total
             out = state.validate_arrays(node, np.zeros(len(j)), jobs.count[j], np.full(len(j), mem),
                                         np.full(len(j), ic), now + jobs.remaining_ns[j],

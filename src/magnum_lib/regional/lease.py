@@ -99,7 +99,7 @@ class Lease:
         """True when the lease still holds devices at ``now_ns``: not released, not expired."""
         return not self.released and not self.is_expired(now_ns)
 
-    def renew(self, now_ns: int, timeout=None) -> "Lease":
+    def renew(self, now_ns: int, timeout=None) -> Lease:
         """A new lease, same id, valid from ``now_ns`` for ``timeout`` (default: the same timeout).
 
         ``timeout`` is seconds or a string like ``"100ms"``. Renewing a released or
@@ -114,7 +114,7 @@ class Lease:
         t = self.timeout_ns if timeout is None else as_ns("timeout", timeout)
         return replace(self, issue_time_ns=now_ns, timeout_ns=t, expires_at_ns=now_ns + t)
 
-    def release(self) -> "Lease":
+    def release(self) -> Lease:
         """The same lease marked released (idempotent)."""
         return self if self.released else replace(self, released=True)
 
@@ -123,7 +123,7 @@ class Lease:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data) -> "Lease":
+    def from_dict(cls, data) -> Lease:
         """Inverse of :meth:`to_dict`; unknown or missing keys raise ``ValueError``."""
         if not isinstance(data, dict):
             raise ParameterError("lease", f"must be a dict, got {type(data).__name__}")

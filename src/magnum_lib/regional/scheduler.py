@@ -120,7 +120,7 @@ class RegionalScheduler:
             raise ParameterError("requests", f"each needs key {exc}") from None
         nodes = self.place_arrays(*cols, hints=hints)
         leases = []
-        for q, node in zip(requests, nodes):
+        for q, node in zip(requests, nodes, strict=True):
             if node < 0:
                 leases.append(None)
                 continue

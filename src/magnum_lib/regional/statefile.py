@@ -62,8 +62,7 @@ from pathlib import Path
 
 from magnum_lib.engine.errors import ParameterError, check_int, excerpt, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
-from magnum_lib.regional.default_region import (DEFAULT_REGION_NAME, NodeSpec, default_region,
-                                                interconnect_satisfies)
+from magnum_lib.regional.default_region import DEFAULT_REGION_NAME, NodeSpec, default_region, interconnect_satisfies
 from magnum_lib.regional.lease import Lease, LeaseIds
 from magnum_lib.regional.validator import NodeState, validate
 from magnum_lib.units import format_duration, format_size, parse_duration, parse_interconnect, parse_size
@@ -192,7 +191,7 @@ class RegionState:
     counters: dict = field(default_factory=lambda: dict.fromkeys(_COUNTERS, 0))
 
     @classmethod
-    def fresh(cls, nodes=None, region: str = DEFAULT_REGION_NAME) -> "RegionState":
+    def fresh(cls, nodes=None, region: str = DEFAULT_REGION_NAME) -> RegionState:
         """An empty region; default nodes: :func:`~magnum_lib.regional.default_region.default_region`."""
         return cls(tuple(default_region() if nodes is None else nodes), region=region)
 
@@ -206,7 +205,7 @@ class RegionState:
 
     def free_devices(self) -> list[int]:
         """Devices not held by any recorded lease, per node (prune first to free expired ones)."""
-        return [node.devices - u for node, u in zip(self.nodes, self.used_devices())]
+        return [node.devices - u for node, u in zip(self.nodes, self.used_devices(), strict=True)]
 
     def prune(self, now_ns: int) -> list[Lease]:
         """Drop leases expired at ``now_ns`` (their devices become free); return them."""
@@ -321,7 +320,7 @@ class RegionState:
 
     def node_table(self) -> list[dict]:
         """One row per node: its spec plus ``used`` and ``free`` devices."""
-        return [dict(n.to_dict(), used=u, free=n.devices - u) for n, u in zip(self.nodes, self.used_devices())]
+        return [dict(n.to_dict(), used=u, free=n.devices - u) for n, u in zip(self.nodes, self.used_devices(), strict=True)]
 
     # -- serialisation -------------------------------------------------------
     def to_dict(self) -> dict:
@@ -335,7 +334,7 @@ class RegionState:
         return (json.dumps(self.to_dict(), indent=1) + "\n").encode("utf-8")
 
     @classmethod
-    def from_dict(cls, doc) -> "RegionState":
+    def from_dict(cls, doc) -> RegionState:
         """Inverse of :meth:`to_dict`, checking shape and invariants; StateFileError if anything is off."""
         try:
             return cls._from_dict(doc)
@@ -345,7 +344,7 @@ class RegionState:
             raise StateFileError(f"invalid state: {exc}") from None
 
     @classmethod
-    def _from_dict(cls, doc) -> "RegionState":
+    def _from_dict(cls, doc) -> RegionState:
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
             raise StateFileError(f"not a {SCHEMA} document")
         if doc.get("version") != SCHEMA_VERSION:
@@ -395,7 +394,7 @@ class RegionState:
                 raise StateFileError(f"lease {lease.lease_id} names node {lease.node_id}, not in the region")
             if lease.device_type != self.nodes[lease.node_id].device_type:
                 raise StateFileError(f"lease {lease.lease_id} device type differs from node {lease.node_id}'s")
-        for node, free in zip(self.nodes, self.free_devices()):
+        for node, free in zip(self.nodes, self.free_devices(), strict=True):
             if free < 0:
                 raise StateFileError(f"node {node.node_id} is over-committed by {-free} device(s)")
 

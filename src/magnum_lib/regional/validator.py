@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from magnum_lib import _backend
-from magnum_lib.regional import validator_ref as _ref
 from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.hardware import Catalog, default_catalog
+from magnum_lib.regional import validator_ref as _ref
 from magnum_lib.units import INTERCONNECTS, parse_bandwidth, parse_interconnect
 
 __all__ = ["REASONS", "Preemption", "ValidationResult", "NodeState", "validate", "kernels",
@@ -268,7 +268,7 @@ class NodeState:
         self._summarise()
         assert np.array_equal(summary, self.nodes[:, [_ref.N_MINPRIO, _ref.N_OCC]]), "stale summaries"
 
-    def copy(self) -> "NodeState":
+    def copy(self) -> NodeState:
         """An independent copy of the mutable state (the static tables are shared)."""
         new = object.__new__(NodeState)
         new.__dict__.update(self.__dict__)
@@ -343,6 +343,6 @@ def validate(lease, state: NodeState, now_ns: int, priority: int = 0,
     pre = tuple(Preemption(state.job_names[int(j)], lease.node_id, int(c), int(m), float(ck),
                            float(lw), lease.lease_id)
                 for j, c, m, ck, lw in zip(out["pre_job"], out["pre_count"], out["pre_mem"],
-                                           out["checkpoint_s"], out["lost_work_s"]))
+                                           out["checkpoint_s"], out["lost_work_s"], strict=True))
     return ValidationResult(lease.lease_id, lease.node_id, reason.startswith("accepted"), reason, pre)
 

@@ -64,7 +64,7 @@ class Policy:
         """Called once before a replay with its :class:`~magnum_lib.replay.jobs.ReplayJobs`
         and :class:`~magnum_lib.replay.cluster.ReplayCluster` (clear per-replay state here)."""
 
-    def schedule(self, view: "View"):
+    def schedule(self, view: View):
         raise NotImplementedError("a policy must define schedule(self, view)")
 
     def __repr__(self) -> str:
@@ -220,7 +220,7 @@ class View:
         out.setflags(write=False)
         return out
 
-    def plan(self) -> "Plan":
+    def plan(self) -> Plan:
         """A scratch copy of the free GPUs to build a decision in (see :class:`Plan`)."""
         return Plan(self._state)
 

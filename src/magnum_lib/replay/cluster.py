@@ -80,7 +80,7 @@ class ReplayCluster:
         n = load_alibaba_nodes(path)
         return cls(np.asarray(n.gpu), np.asarray(n.model_code), n.model_names, "alibaba-openb")
 
-    def take(self, index, name: str = "") -> "ReplayCluster":
+    def take(self, index, name: str = "") -> ReplayCluster:
         """The nodes at ``index`` (ints or a boolean mask), renumbered in that order, e.g.
         every 8th Alibaba node: ``c.take(np.arange(0, c.nodes, 8))``."""
         arr = np.asarray(index)

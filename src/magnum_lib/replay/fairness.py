@@ -88,7 +88,7 @@ def maxmin_waterfill(scale, num_gpus, thr=None):
     if len(th) != m:
         raise ParameterError("thr", f"needs one throughput per job ({m}), got {len(th)}")
     N = float(num_gpus)
-    a = [((1.0 / t) * sj) * t if t > 0.0 else 0.0 for sj, t in zip(s, th)]
+    a = [((1.0 / t) * sj) * t if t > 0.0 else 0.0 for sj, t in zip(s, th, strict=True)]
     frozen = [False] * m
     level = 0.0
     while N > 0.0:
@@ -212,7 +212,7 @@ class GavelMaxMin(Policy):
             keep = choice.get(j.id)
             if keep is None or names[keep[0]] != j.gpu_type:
                 plan.preempt(j)
-        for jid, (t, j) in sorted(choice.items()):
+        for _jid, (t, j) in sorted(choice.items()):
             if not j.running or names[t] != j.gpu_type:
                 plan.start(j, gpu_type=names[t])
         for j in active:

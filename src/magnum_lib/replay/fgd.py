@@ -46,7 +46,7 @@ def fragmentation(free, k, r, p):
     total = f.sum(axis=1)
     full = (free == 1000).sum(axis=1)
     out = np.zeros(free.shape[0], dtype=np.result_type(np.asarray(p).dtype, np.int64))
-    for kk, rr, pp in zip(k, r, p):
+    for kk, rr, pp in zip(k, r, p, strict=True):
         if rr < 1000:
             fits = (f >= rr).any(axis=1)
             frag = np.where(fits, np.where(f < rr, f, 0).sum(axis=1), total)

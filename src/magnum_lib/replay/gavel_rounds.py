@@ -256,7 +256,7 @@ class GavelRounds(Policy):
             thr = np.ones_like(thr)
         scale = [self.gpus[j] for j in ids]
         if self.lp is not None:
-            X = np.asarray(self.lp(thr, scale, dict(zip(self.names, self.N))), dtype=np.float64)
+            X = np.asarray(self.lp(thr, scale, dict(zip(self.names, self.N, strict=True))), dtype=np.float64)
         elif self.waterfill:
             from magnum_lib.replay.fairness import maxmin_waterfill
             X = maxmin_waterfill(scale, self.N[0], thr[:, 0])[:, None]

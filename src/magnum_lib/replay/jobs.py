@@ -71,7 +71,7 @@ class ReplayJobs:
     def whole_gpus(self) -> bool:
         return bool(np.all(self.gpu_milli == 1000))
 
-    def subset(self, index) -> "ReplayJobs":
+    def subset(self, index) -> ReplayJobs:
         """The jobs at ``index`` (a boolean mask or sorted indices), renumbered 0..k-1."""
         if isinstance(index, slice):
             idx = np.arange(len(self))[index]
@@ -84,7 +84,7 @@ class ReplayJobs:
                           take(self.group_code), self.group_names, take(self.model_code),
                           self.model_names, self.name, dict(self.info))
 
-    def shifted(self) -> "ReplayJobs":
+    def shifted(self) -> ReplayJobs:
         """The same jobs with submit times relative to the first one."""
         if len(self) == 0:
             return self

@@ -19,8 +19,16 @@ True
 The evolution (C39-C43) is five presets of the same simulator (:data:`EVOLUTION`); see
 :mod:`magnum_lib.sim.evolution` for which assumptions give the article's figures.
 """
-from magnum_lib.sim.config import (CLUSTERS, DEFAULT_CLASSES, EVOLUTION, PRESETS, RequestClass,
-                                   SimConfig, check_config, make_config)
+from magnum_lib.sim.config import (
+                                   CLUSTERS,
+                                   DEFAULT_CLASSES,
+                                   EVOLUTION,
+                                   PRESETS,
+                                   RequestClass,
+                                   SimConfig,
+                                   check_config,
+                                   make_config,
+)
 from magnum_lib.sim.run import run_config, simulate
 
 __all__ = ["simulate", "run_config", "make_config", "check_config", "SimConfig", "RequestClass",

@@ -91,9 +91,15 @@ import heapq
 from magnum_lib.node.dispatcher_ref import most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node.hedge_rule_ref import HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional.hashing import ring_first
-from magnum_lib.regional.validator_ref import (LR_ACCEPT, LR_PREEMPT, better_of_two, cover_victims, lease_expired,
-                                             lease_verdict, lost_work_ns)
-
+from magnum_lib.regional.validator_ref import (
+    LR_ACCEPT,
+    LR_PREEMPT,
+    better_of_two,
+    cover_victims,
+    lease_expired,
+    lease_verdict,
+    lost_work_ns,
+)
 
 MASK64 = (1 << 64) - 1
 
@@ -149,7 +155,7 @@ class Core:
 
     def __init__(self, A: dict, params):
         self.A = A
-        p = dict(zip(PARAMS, (int(v) for v in params)))
+        p = dict(zip(PARAMS, (int(v) for v in params), strict=True))
         self.p = p
         for k, v in p.items():
             setattr(self, k, v)

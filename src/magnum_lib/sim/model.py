@@ -24,8 +24,8 @@ import numpy as np
 
 from magnum_lib import _backend
 from magnum_lib.cluster import build_cluster
-from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.energy import DvfsModel, clock_for_deadline
+from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.regional.hashing import hash_ring
 from magnum_lib.regional.validator_ref import checkpoint_s
@@ -304,7 +304,7 @@ def graph_seed(cfg: SimConfig, region: int, type_code: int) -> int:
     return int(np.random.SeedSequence([cfg.seed, region, type_code, 7]).generate_state(1, np.uint64)[0] >> 1)
 
 
-def _streams(cfg: SimConfig, lay: "RegionLayout", shares: np.ndarray):
+def _streams(cfg: SimConfig, lay: RegionLayout, shares: np.ndarray):
     """The planner's streams: (class, node type) pairs and how many jobs each asks for.
 
     Types, like the schedulers' own pools: under ``hetero_aware`` the class's types meeting
@@ -331,8 +331,8 @@ def _streams(cfg: SimConfig, lay: "RegionLayout", shares: np.ndarray):
         if len(types) == len(present) and not cfg.hetero_aware:
             streams.append((c, -1, busy))  # any type
         else:
-            streams.extend((c, t, busy * wt) for t, wt in zip(types, w))
-    s_cls, s_type, s_dev = (np.array(col) for col in zip(*streams))
+            streams.extend((c, t, busy * wt) for t, wt in zip(types, w, strict=True))
+    s_cls, s_type, s_dev = (np.array(col) for col in zip(*streams, strict=True))
     s_cls = s_cls.astype(np.int64)
     if cfg.hint_jobs > 0:
         counts = np.bincount(s_cls, minlength=C)

@@ -18,7 +18,7 @@ def _pct_ms(ns) -> dict:
     if len(ns) == 0:
         return {k: None for k in _QNAMES}
     v = np.percentile(ns, _Q) / 1e6
-    return {k: float(x) for k, x in zip(_QNAMES, v)}
+    return {k: float(x) for k, x in zip(_QNAMES, v, strict=True)}
 
 
 #: Rows of the latency breakdown kept per region (every k-th started request; means use all).

@@ -18,8 +18,18 @@ from __future__ import annotations
 import time
 
 from magnum_lib.sim.config import SimConfig, make_config
-from magnum_lib.sim.model import (RegionLayout, _ns, advance_region, apply_hints, build_region, next_plan_ns,
-                                  plan_hints, plan_seed, region_snapshot, run_region)
+from magnum_lib.sim.model import (
+    RegionLayout,
+    _ns,
+    advance_region,
+    apply_hints,
+    build_region,
+    next_plan_ns,
+    plan_hints,
+    plan_seed,
+    region_snapshot,
+    run_region,
+)
 from magnum_lib.sim.results import digest, summarize
 
 __all__ = ["simulate", "run_config", "region_digest", "run_fleet_dask", "RegionTask", "drive"]
@@ -112,7 +122,7 @@ def run_config(cfg: SimConfig, backend: str | None = None, progress: bool = Fals
 
     def call(method, args):
         out = []
-        for reg, (task, a) in enumerate(zip(tasks, args)):
+        for reg, (task, a) in enumerate(zip(tasks, args, strict=True)):
             if method == "finish":
                 out.append(task.finish(tick(reg), keep))
                 tasks[reg] = None  # its state is no longer needed: one region's requests at a time
@@ -155,7 +165,7 @@ def run_fleet_dask(cfg: SimConfig, client=None, backend: str | None = None) -> d
         actors = [f.result() for f in actors]
 
         def call(method, args):  # every region's call in flight at once, gathered in region order
-            futures = [getattr(actor, method)(*a) for actor, a in zip(actors, args)]
+            futures = [getattr(actor, method)(*a) for actor, a in zip(actors, args, strict=True)]
             return [f.result() for f in futures]
 
         digests = drive(cfg, call)

@@ -24,9 +24,8 @@ from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from magnum_lib import backend
 from magnum_lib.node.balance_ref import TAIL_LEVELS
-from magnum_lib.widgets import bouncer_model
+from magnum_lib.widgets import bouncer_model, style
 from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
-from magnum_lib.widgets import style
 
 _DECADES = [1.0, 1e-2, 1e-4]
 _CDF_XMAX_MS = 25.0

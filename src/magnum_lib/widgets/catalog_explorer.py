@@ -13,9 +13,8 @@ import ipywidgets as widgets
 import numpy as np
 
 from magnum_lib import hardware
-from magnum_lib.widgets import catalog_model
+from magnum_lib.widgets import catalog_model, style
 from magnum_lib.widgets._base import Explorer, new_figure, slider
-from magnum_lib.widgets import style
 
 _INTENSITY = np.logspace(-2, 4, 200)  # FLOP/byte, the roofline's x axis
 _PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp32")

@@ -25,8 +25,8 @@ from matplotlib.ticker import FixedLocator, NullLocator
 from magnum_lib import backend
 from magnum_lib.regional.contention import POLICIES
 from magnum_lib.widgets import conductor_model as cm
-from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
 from magnum_lib.widgets import style
+from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
 
 _FLOOR = 1e-6  # log axes: a rate of 0 is drawn at the floor
 _PRE_FLOOR = 0.01  # preemptions per 1,000 leases: 0 is drawn at this floor
@@ -144,7 +144,7 @@ class ConductorExplorer(BlittedExplorer):
 
     def draw(self, sc: cm.ConductorScenario) -> None:
         ax_c, ax_u, ax_p, ax_l = self._axes
-        for bar, p in zip(self._conflict_bars, POLICIES):
+        for bar, p in zip(self._conflict_bars, POLICIES, strict=True):
             bar.set_height(max(sc.results[p].round_conflict_rate, _FLOOR))
             bar.set_edgecolor("black" if p == sc.policy else "none")
             bar.set_linewidth(2.5 if p == sc.policy else 0)
@@ -160,12 +160,12 @@ class ConductorExplorer(BlittedExplorer):
                        fontsize=style.SMALL_PT)
 
         per_k = [sc.preemptions_per_1000(p) for p in POLICIES]
-        for bar, v in zip(self._preempt_bars, per_k):
+        for bar, v in zip(self._preempt_bars, per_k, strict=True):
             bar.set_height(max(v, _PRE_FLOOR))
         ax_p.set_title(f"preemptions, each a {sc.checkpoint_s:.1f} s checkpoint of 80 GB", fontsize=style.SMALL_PT)
 
         spec = sc.speculative_us if math.isfinite(sc.speculative_us) else 1.5e6
-        for bar, v in zip(self._lat_bars, (spec, sc.locking_mean_us, sc.locking_worst_us)):
+        for bar, v in zip(self._lat_bars, (spec, sc.locking_mean_us, sc.locking_worst_us), strict=True):
             bar.set_height(v)
         self._timeout_line.set_ydata([sc.timeout_ms * 1e3] * 2)
         self._expired_text.set_visible(not sc.lease_alive)

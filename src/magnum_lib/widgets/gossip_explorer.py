@@ -24,9 +24,8 @@ from matplotlib import colormaps
 from matplotlib.ticker import MaxNLocator
 
 from magnum_lib import backend
-from magnum_lib.widgets import gossip_model
+from magnum_lib.widgets import gossip_model, style
 from magnum_lib.widgets._base import Explorer, new_figure, slider
-from magnum_lib.widgets import style
 
 _CMAP = colormaps["viridis"].with_extremes(over=style.color("article"), bad="white")
 

@@ -23,9 +23,8 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.gossip import theory
+from magnum_lib.gossip.dissemination import DisseminationResult, StalenessResult, default_warmup, simulate, staleness
 from magnum_lib.gossip.live import LiveResult, run_live
-from magnum_lib.gossip.dissemination import (DisseminationResult, StalenessResult, default_warmup, simulate,
-                                              staleness)
 
 STALE_NODES = 128
 """Cluster size of the staleness panel: it keeps an n x n view per run, so it stays small

@@ -25,9 +25,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from magnum_lib import backend
 from magnum_lib.planner.snapshot import BANDWIDTH_TIERS_GBPS
-from magnum_lib.widgets import oracle_model
+from magnum_lib.widgets import oracle_model, style
 from magnum_lib.widgets._base import SLIDER_STYLE, Explorer, new_figure, slider
-from magnum_lib.widgets import style
 
 _CMAP = colormaps["viridis"].with_extremes(bad="#e8e8e8")
 COLORS = {a: style.color(a) for a in ("article", "greedy", "assignment", "flow", "lp")}
@@ -160,7 +159,7 @@ class OracleExplorer(Explorer):
                 hist = self.history[sc.algo]
                 hist.append((sc.planning_ms, sc.ratio))
                 del hist[:-HISTORY]
-                self._hist[sc.algo].set_data(*zip(*hist))
+                self._hist[sc.algo].set_data(*zip(*hist, strict=True))
                 self._star.set_data([sc.planning_ms], [sc.ratio])
                 self._star.set_color(COLORS[sc.algo])
         self._rescale_cost_axes()

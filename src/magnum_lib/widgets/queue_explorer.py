@@ -22,9 +22,8 @@ import ipywidgets as widgets
 import numpy as np
 
 from magnum_lib import backend
-from magnum_lib.widgets import queue_model
+from magnum_lib.widgets import queue_model, style
 from magnum_lib.widgets._base import Explorer, new_figure, slider
-from magnum_lib.widgets import style
 
 _BINS = 60
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine import simulate_queue
-from magnum_lib.engine import theory
+from magnum_lib.engine import simulate_queue, theory
 
 SLA_MS = 5.0
 """The latency target of notebook 01: 99% of pods placed within 5 ms."""

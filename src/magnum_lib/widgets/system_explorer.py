@@ -188,7 +188,7 @@ class SystemExplorer(BlittedExplorer):
         r = sc.result
         parts = system_model.budget(r)
         means = np.array([parts[p]["mean"] or 0.0 for p in _PARTS])
-        for bar, v in zip(self._bars, means):
+        for bar, v in zip(self._bars, means, strict=True):
             bar.set_width(v)
         total = parts["total"]["mean"] or 0.0
         self._ax_budget.set_xlim(0, _nice(max(means.max(), 1e-3) * 1.15))
@@ -197,14 +197,14 @@ class SystemExplorer(BlittedExplorer):
         self._pct_line.set_data(np.arange(4), np.where(np.isfinite(ms), np.maximum(ms, _FLOOR_MS), np.nan))
         art = ARTICLE_FIGURES_MS.get(sc.preset, 3.7)
         self._article.set_ydata([art, art])
-        for line, p in zip(self._other_lines, system_model.PRESET_NAMES):
+        for line, p in zip(self._other_lines, system_model.PRESET_NAMES, strict=True):
             ms_p = None if self.others is None or p == sc.preset else self.others.get(p)
             line.set_visible(ms_p is not None)
             if ms_p is not None:
                 line.set_ydata(np.maximum(np.asarray(ms_p, dtype=float), _FLOOR_MS))
         self._titles[1].set_text(f"{sc.preset}: p95 {sc.pct('p95'):.3g} ms")
         series = r["utilization_series"]
-        for line, k in zip(self._util_lines, _TYPES):
+        for line, k in zip(self._util_lines, _TYPES, strict=True):
             line.set_visible(k in series)
             if k in series:
                 line.set_data(series["t_s"], series[k])

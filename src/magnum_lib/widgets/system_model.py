@@ -80,7 +80,7 @@ def journey(result: dict) -> list[Segment]:
         return []
     t0 = ev[0]["t_ms"]
     out = []
-    for a, b in zip(ev, ev[1:]):
+    for a, b in zip(ev, ev[1:], strict=True):
         layer = _LAYER.get((a["event"], b["event"]), f"{a['event']} -> {b['event']}")
         out.append(Segment(layer, a["t_ms"] - t0, b["t_ms"] - t0, int(b["node"])))
     return out

@@ -9,8 +9,8 @@ good one pays nothing for the check.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -132,5 +132,5 @@ def _read_columns(path: Path, header: list[str]) -> Columns:
                 )
             rows.append(row)
             lines.append(reader.line_num)
-    cols = [list(c) for c in zip(*rows)] if rows else [[] for _ in header]
+    cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in header]
     return Columns(path, header, cols, lines)

@@ -85,7 +85,7 @@ class AutoRegressive:
         cols = [y[self.order - 1 - k: self.order - 1 - k + n] for k in range(self.order)]
         return np.column_stack([np.ones(n), *cols])
 
-    def fit(self, series) -> "AutoRegressive":
+    def fit(self, series) -> AutoRegressive:
         """Least-squares fit on ``series`` (the training part)."""
         y, _ = _check(series, self.lead, self.order + 1)
         X = self._design(y)[:-self.lead]

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from magnum_lib.workload._validate import count, in_unit, real, rng_from, unit as _unit
+from magnum_lib.workload._validate import count, in_unit, real, rng_from
+from magnum_lib.workload._validate import unit as _unit
 
 __all__ = [
     "poisson_arrivals",

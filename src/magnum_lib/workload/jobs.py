@@ -10,9 +10,8 @@ import numpy as np
 
 from magnum_lib._resources import data_path
 from magnum_lib.engine.errors import excerpt
-from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS
 from magnum_lib.workload._csvcols import read_columns
-from magnum_lib.workload._validate import rng_from, to_ns
+from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS, rng_from, to_ns
 
 __all__ = ["Workload", "make_workload", "load_sample_workload", "SAMPLE_WORKLOAD"]
 
@@ -118,7 +117,7 @@ class Workload:
         buf = io.StringIO()
         buf.write(",".join(CSV_HEADER) + "\n")
         for i, (s, d, g) in enumerate(zip(self.submit_s.tolist(), self.duration_s.tolist(),
-                                           self.num_gpus.tolist())):
+                                           self.num_gpus.tolist(), strict=True)):
             buf.write(f"{i},{fs(s)},{fd(d)},{g}\n")
         text = buf.getvalue()
         if path is None:
@@ -127,7 +126,7 @@ class Workload:
         return None
 
     @classmethod
-    def from_csv(cls, path, name: str | None = None) -> "Workload":
+    def from_csv(cls, path, name: str | None = None) -> Workload:
         """Read a file written by :meth:`to_csv` (errors name the file, line and column)."""
         p = Path(path)
         c = read_columns(p, CSV_HEADER)

@@ -54,4 +54,4 @@ def load_philly_vc_sizes(path=None) -> dict[str, int]:
     """``{vc id: node count}`` from Helios' ``philly_vc.csv`` (11 VCs)."""
     p = trace_path(_VC, path)
     c = read_columns(p, ["vc", "node num"])
-    return dict(zip(c.raw("vc"), c.ints("node num", minimum=1).tolist()))
+    return dict(zip(c.raw("vc"), c.ints("node num", minimum=1).tolist(), strict=True))

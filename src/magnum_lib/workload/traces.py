@@ -223,7 +223,7 @@ class AlibabaPods:
         """GPUs requested as a real number: ``num_gpu * gpu_milli / 1000``."""
         return self.num_gpu * self.gpu_milli / 1000.0
 
-    def take(self, index) -> "AlibabaPods":
+    def take(self, index) -> AlibabaPods:
         """The pods at ``index`` (ints, repeats allowed), in that order; a repeated pod's
         later copies are named ``"<name>-tuned-<k>"`` (k = 1, 2, ...)."""
         idx = np.asarray(index, dtype=np.int64).reshape(-1)
@@ -289,7 +289,7 @@ class AlibabaNodes:
     def gpus_by_model(self) -> dict[str, int]:
         """Total GPUs of each model."""
         totals = np.bincount(self.model_code, weights=self.gpu, minlength=len(self.model_names))
-        return {m: int(t) for m, t in zip(self.model_names, totals)}
+        return {m: int(t) for m, t in zip(self.model_names, totals, strict=True)}
 
 
 _NODES = "alibaba/openb_node_list_gpu_node.csv"
