@@ -150,6 +150,36 @@ def test_the_guide_covers_the_day(guide):
         assert needle in guide, f"INSTRUCTOR.md does not mention {needle!r}"
 
 
+def _minutes(hhmm: str) -> int:
+    h, m = hhmm.split(":")
+    return int(h) * 60 + int(m)
+
+
+def test_the_agenda_adds_up(guide):
+    """Each slot's length matches its times, slots are contiguous, every notebook has a slot,
+    a break comes at least every 2 h 30 min, and the stated total is the sum of the Time lines."""
+    rows = re.findall(r"^\| (\d\d:\d\d)-(\d\d:\d\d) \| (\d+) min \| ([^|]*)\|", guide, re.M)
+    assert rows, "no agenda table"
+    end = None
+    since_break = 0
+    for start, stop, length, what in rows:
+        assert _minutes(stop) - _minutes(start) == int(length), (start, stop, length)
+        assert end is None or start == end, f"gap or overlap before {start}"
+        end = stop
+        since_break = 0 if ("break" in what or "lunch" in what) else since_break + int(length)
+        assert since_break <= 150, f"no break for {since_break} min before {stop}"
+    slotted = set(re.findall(r"\*\*(\d\d)\*\*", " ".join(r[3] for r in rows)))
+    assert slotted == {p.stem[:2] for p in NOTEBOOKS}
+    times = []
+    for path in NOTEBOOKS:
+        text = "".join(_source(c) for c in json.loads(path.read_text(encoding="utf-8"))["cells"])
+        times.append(int(re.search(r"\*\*Time:\*\* about (\d+) minutes", text).group(1)))
+    total = sum(times)
+    assert f"{total // 60} h {total % 60} min before breaks" in guide, f"the notebooks add up to {total} min"
+    listed = re.search(r'"Time" line: ([\d, and\s]+) minutes', guide).group(1)
+    assert [int(x) for x in re.findall(r"\d+", listed)] == times, "the guide lists other Time lines"
+
+
 def test_the_notebooks_readme_links_the_guide():
     assert "(INSTRUCTOR.md)" in (NB_DIR / "README.md").read_text(encoding="utf-8")
 

@@ -1,0 +1,207 @@
+"""Every exercise's check passes with our solution and fails for answers a student could copy.
+
+For each exercise (an answer cell ``exN_x = None`` ending in ``load_solution("NN_exN",
+globals())``, then a check cell starting ``if not pending(exN_x, "NN_exN"):``), the notebook is
+executed once with ``MAGNUM_NB_SOLUTIONS=1``; at each check cell the harness first runs the
+check with the answer replaced by
+
+* every number printed in the notebook above the exercise (cell outputs and markdown, not the
+  outputs of the exercise cells themselves; "12%" also counts as 0.12), converted to the
+  solution's type, the closest ``MAX_COPIED`` of them to the solution (a number a thousand
+  times off cannot be what a check wrongly accepts),
+* the naive answers: 0 and 1 for a number, and those listed in :data:`NAIVE`,
+
+and requires every one of them to fail (an exception, as a student sees it), then runs it with
+the solution and requires it to pass. A candidate equal to the solution is skipped: an answer
+that equals a printed figure is reported by :func:`test_no_answer_is_printed_above_it`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+nbclient = pytest.importorskip("nbclient")
+from nbclient.exceptions import CellExecutionError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+NB_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+MAX_COPIED = 60          # printed numbers tried per exercise, the closest to the solution first
+MAX_FACTOR = 1e3         # numbers further than this factor from the solution are not tried
+
+# Answers a student might give without solving the exercise (beyond 0 and 1 for a number).
+NAIVE: dict[str, list] = {
+    "00_ex4": [1.0],
+    "07_ex1": [1e-3],                                   # the 1 ms bound the exercise states
+    "07_ex3": [{"view": "fresh"}, {"node_queue": 8}],   # knobs that remove the problem
+}
+
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(%?)")
+ANSWER = re.compile(r'load_solution\("(\d\d_ex\d+)"')
+ANSWER_VAR = re.compile(r"^(\w+)\s*=\s*None\b", re.M)
+
+
+def numbers_in(text: str) -> set[float]:
+    out = set()
+    for m in NUMBER.finditer(text):
+        raw = m.group(0).rstrip("%").replace(",", "")
+        try:
+            x = float(raw)
+        except ValueError:
+            continue
+        if math.isfinite(x):
+            out.add(x)
+            if m.group(1):
+                out.add(x / 100)
+    return out
+
+
+def exercises(nb) -> list[dict]:
+    """The exercises of a notebook: name, answer variables, answer cell and check cell indices."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        m = ANSWER.search(cell.source) if cell.cell_type == "code" else None
+        if not m:
+            continue
+        check = next(j for j in range(i + 1, len(nb.cells))
+                     if nb.cells[j].cell_type == "code" and f'"{m.group(1)}"' in nb.cells[j].source
+                     and "pending(" in nb.cells[j].source)
+        found.append({"name": m.group(1), "vars": ANSWER_VAR.findall(cell.source), "answer": i, "check": check,
+                      "check_source": nb.cells[check].source})
+    return found
+
+
+def _output_text(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append(out.get("text", ""))
+        else:
+            data = out.get("data", {})
+            parts.append(data.get("text/plain", "") + data.get("text/markdown", ""))
+    return "".join(parts)
+
+
+def _run(client, source: str, index: int):
+    """Run ``source`` in the notebook's kernel; return (ok, text printed)."""
+    cell = nbformat.v4.new_code_cell(source)
+    try:
+        client.execute_cell(cell, index)
+    except CellExecutionError:
+        return False, _output_text(cell)
+    return True, _output_text(cell)
+
+
+def _candidates(solution, seen: set[float], name: str) -> list[str]:
+    """Python literals of the answers to try, converted to the solution's type."""
+    naive = [repr(a) for a in NAIVE.get(name, [])]
+    kind = solution["type"]
+    if kind not in ("int", "float"):
+        return naive
+    sol = solution["value"]
+    pool = set(seen) | {0.0, 1.0}
+    if kind == "int":
+        pool = {float(round(x)) for x in pool}
+    def distance(x):
+        if sol == 0 or x == 0:
+            return 0.0 if x == 0 else abs(math.log10(abs(x)))
+        return abs(math.log10(abs(x) / abs(sol))) + (0.0 if (x > 0) == (sol > 0) else 0.5)
+    close = [x for x in pool if x in (0.0, 1.0) or sol == 0 or distance(x) <= math.log10(MAX_FACTOR)]
+    close = [x for x in close if not math.isclose(x, sol, rel_tol=1e-9, abs_tol=1e-12)]
+    close.sort(key=distance)
+    return naive + [repr(int(x)) if kind == "int" else repr(float(x)) for x in close[:MAX_COPIED]]
+
+
+def _probe(client, ex: dict, var: str, candidates: list[str], index: int) -> list[str]:
+    """The candidates for which the check cell passes (each should fail)."""
+    check = ex["check_source"]   # (nbclient may store a probe cell in place of the notebook's)
+    passing = []
+    for cand in candidates:
+        ok, _ = _run(client, f"_harness_saved = {var}\n{var} = {cand}\n{check}", index)
+        _run(client, f"{var} = _harness_saved", index)
+        if ok:
+            passing.append(cand)
+    return passing
+
+
+def _execute(path: Path):
+    """Execute ``path`` cell by cell, probing every exercise; yield one record per exercise."""
+    nb = nbformat.read(path, as_version=4)
+    exs = {ex["check"]: ex for ex in exercises(nb)}
+    exercise_cells = {ex["answer"] for ex in exs.values()} | set(exs)
+    client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NB_DIR)}})
+    seen_text: list[str] = []
+    with client.setup_kernel():
+        for i, cell in enumerate(list(nb.cells)):
+            if i in exs:
+                ex = exs[i]
+                record = {"name": ex["name"], "gameable": {}, "printed_answer": {}}
+                for var in ex["vars"]:
+                    ok, out = _run(client, "import json, numbers\n"
+                                   f"_v = {var}\n"
+                                   "print(json.dumps({'type': 'int' if isinstance(_v, numbers.Integral) "
+                                   "and not isinstance(_v, bool) else 'float' if isinstance(_v, numbers.Real) "
+                                   "and not isinstance(_v, bool) else type(_v).__name__, "
+                                   "'value': float(_v) if isinstance(_v, numbers.Real) else None}))", i)
+                    assert ok, f"{ex['name']}: could not read {var} after the solution ran:\n{out}"
+                    sol = json.loads(out.strip().splitlines()[-1])
+                    seen = numbers_in("\n".join(seen_text))
+                    if sol["value"] is not None and any(
+                            math.isclose(x, sol["value"], rel_tol=1e-9, abs_tol=1e-12) for x in seen):
+                        record["printed_answer"][var] = sol["value"]
+                    passing = _probe(client, ex, var, _candidates(sol, seen, ex["name"]), i)
+                    if passing:
+                        record["gameable"][var] = passing
+                client.execute_cell(cell, i)   # the check with the solution: must pass
+                yield record
+                continue
+            client.execute_cell(cell, i)
+            if cell.cell_type == "markdown":
+                seen_text.append(cell.source)
+            elif i not in exercise_cells:
+                seen_text.append(_output_text(cell))
+
+
+@pytest.fixture(scope="module")
+def solutions_env():
+    old = os.environ.get("MAGNUM_NB_SOLUTIONS")
+    os.environ["MAGNUM_NB_SOLUTIONS"] = "1"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    yield
+    if old is None:
+        os.environ.pop("MAGNUM_NB_SOLUTIONS", None)
+    else:
+        os.environ["MAGNUM_NB_SOLUTIONS"] = old
+
+
+_RESULTS: dict[str, list[dict]] = {}
+
+
+def _records(path: Path) -> list[dict]:
+    if path.stem not in _RESULTS:
+        _RESULTS[path.stem] = list(_execute(path))
+    return _RESULTS[path.stem]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_no_check_passes_a_copied_or_naive_answer(path, solutions_env):
+    bad = {r["name"]: r["gameable"] for r in _records(path) if r["gameable"]}
+    assert not bad, f"these answers pass checks they should fail: {bad}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_no_answer_is_printed_above_it(path, solutions_env):
+    printed = {r["name"]: r["printed_answer"] for r in _records(path) if r["printed_answer"]}
+    assert not printed, f"the solution's value is printed above the exercise: {printed}"
+
+
+def test_the_number_reader():
+    assert numbers_in("off by 1,024x; 12.5% of 3e3 s, C21") == {1024.0, 12.5, 0.125, 3000.0}
+    assert numbers_in("p95 -4.5 ms (C24)") == {-4.5}
