@@ -6,6 +6,7 @@ max(flops / peak, bytes / bandwidth).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -38,7 +39,7 @@ def test_mmc_tail_properties(c, lam, mu):
     ts = np.linspace(0.0, 20.0 / mu, 50)
     tail = [queue_model.mmc_sojourn_tail(t, c, lam, mu) for t in ts]
     assert tail[0] == pytest.approx(1.0)
-    assert all(a >= b for a, b in zip(tail, tail[1:], strict=True)), "a tail probability never increases"
+    assert all(a >= b for a, b in itertools.pairwise(tail)), "a tail probability never increases"
     # Mean of a non-negative variable = integral of its tail; Erlang C gives it independently.
     erlang = queue_model.theory.erlang_c(c, lam, mu)
     mean_theory = erlang / (c * mu - lam) + 1.0 / mu

@@ -8,6 +8,7 @@ Gamma(v)/v; two choices beat one (Azar, Broder, Karlin, Upfal 1999).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -40,7 +41,7 @@ def test_budget_parts_add_up_to_the_mean(base):
 def test_journey_is_contiguous_and_ends_on_the_device(base):
     segs = system_model.journey(base.result)
     assert segs[0].start_ms == 0.0 and segs[0].layer.startswith("region")
-    for a, b in zip(segs, segs[1:], strict=True):
+    for a, b in itertools.pairwise(segs):
         assert a.end_ms == pytest.approx(b.start_ms) and a.ms >= 0
     assert segs[-1].layer.startswith("device")
     start = system_model.decision_ms(base.result)

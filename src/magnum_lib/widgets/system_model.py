@@ -22,6 +22,7 @@ whose per-decision cost is ``c_decision_s + rtt_s``: a lower bound on what locks
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -80,7 +81,7 @@ def journey(result: dict) -> list[Segment]:
         return []
     t0 = ev[0]["t_ms"]
     out = []
-    for a, b in zip(ev, ev[1:], strict=True):
+    for a, b in itertools.pairwise(ev):
         layer = _LAYER.get((a["event"], b["event"]), f"{a['event']} -> {b['event']}")
         out.append(Segment(layer, a["t_ms"] - t0, b["t_ms"] - t0, int(b["node"])))
     return out
