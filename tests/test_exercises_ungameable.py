@@ -98,6 +98,12 @@ def _run(client, source: str, index: int):
     return True, _output_text(cell)
 
 
+def _specific(x: float) -> bool:
+    """A number specific enough that seeing it printed is evidence, not coincidence: at least
+    three significant figures (3,379,200,000 or 0.104; not 4 devices or 76 replicas)."""
+    return abs(x) >= 100 or (x != round(x) and len(f"{abs(x):.6g}".replace(".", "").strip("0")) >= 3)
+
+
 def _candidates(solution, seen: set[float], name: str) -> list[str]:
     """Python literals of the answers to try, converted to the solution's type."""
     naive = [repr(a) for a in NAIVE.get(name, [])]
@@ -130,6 +136,16 @@ def _probe(client, ex: dict, var: str, candidates: list[str], index: int) -> lis
     return passing
 
 
+def _where(literal: str, texts: list[str], cells: list[int]) -> str:
+    try:
+        x = float(literal)
+    except ValueError:
+        return "a naive answer"
+    hits = [c for t, c in zip(texts, cells, strict=True)
+            if any(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) or math.isclose(x, round(y)) for y in numbers_in(t))]
+    return f"printed in cell(s) {hits[:5]}" if hits else "a naive answer"
+
+
 def _execute(path: Path):
     """Execute ``path`` cell by cell, probing every exercise; yield one record per exercise."""
     nb = nbformat.read(path, as_version=4)
@@ -138,6 +154,7 @@ def _execute(path: Path):
     client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
                                      resources={"metadata": {"path": str(NB_DIR)}})
     seen_text: list[str] = []
+    seen_cells: list[int] = []
     with client.setup_kernel():
         for i, cell in enumerate(list(nb.cells)):
             if i in exs:
@@ -153,20 +170,19 @@ def _execute(path: Path):
                     assert ok, f"{ex['name']}: could not read {var} after the solution ran:\n{out}"
                     sol = json.loads(out.strip().splitlines()[-1])
                     seen = numbers_in("\n".join(seen_text))
-                    if sol["value"] is not None and any(
+                    if sol["value"] is not None and _specific(sol["value"]) and any(
                             math.isclose(x, sol["value"], rel_tol=1e-9, abs_tol=1e-12) for x in seen):
                         record["printed_answer"][var] = sol["value"]
                     passing = _probe(client, ex, var, _candidates(sol, seen, ex["name"]), i)
-                    if passing:
-                        record["gameable"][var] = passing
+                    if passing:   # say where each was printed, so the fix is easy to find
+                        record["gameable"][var] = {c: _where(c, seen_text, seen_cells) for c in passing}
                 client.execute_cell(cell, i)   # the check with the solution: must pass
                 yield record
                 continue
             client.execute_cell(cell, i)
-            if cell.cell_type == "markdown":
-                seen_text.append(cell.source)
-            elif i not in exercise_cells:
-                seen_text.append(_output_text(cell))
+            if cell.cell_type == "markdown" or i not in exercise_cells:
+                seen_text.append(cell.source if cell.cell_type == "markdown" else _output_text(cell))
+                seen_cells.append(i)
 
 
 @pytest.fixture(scope="module")
