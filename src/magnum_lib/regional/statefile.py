@@ -7,8 +7,9 @@ Two parts:
   :meth:`RegionState.release` and :meth:`RegionState.prune` (expired leases free their
   devices). Times are int nanoseconds passed in by the caller, so it is testable and
   deterministic; the CLI passes ``time.time_ns()``.
-* :class:`StateFile`, the file: :meth:`StateFile.transaction` holds an exclusive
-  ``fcntl.flock`` on a sidecar ``<file>.lock`` across read-modify-write, so concurrent
+* :class:`StateFile`, the file: :meth:`StateFile.transaction` holds an exclusive lock
+  (``filelock``: ``flock`` on POSIX, ``msvcrt.locking`` on Windows) on a sidecar
+  ``<file>.lock`` across read-modify-write, so concurrent
   calls serialise; it writes only when the state changed and the block did not raise,
   through a temporary file in the same directory that is fsync'd, ``os.replace``'d over
   the old one and followed by an fsync of the directory. A call killed at any moment
@@ -50,7 +51,6 @@ with :class:`StateFileError` and the file is left as it is)::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -59,6 +59,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import filelock
 
 from magnum_lib.engine.errors import ParameterError, check_int, excerpt, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
@@ -426,7 +428,13 @@ def _check_fields(where: str, record, ints: dict) -> None:
 # The file
 # ---------------------------------------------------------------------------
 
+# O_NONBLOCK (POSIX only): opening a FIFO planted at the path must not wait for a writer.
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
 def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":   # Windows cannot open a directory; NTFS journals the rename itself
+        return
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -471,7 +479,8 @@ def atomic_write(path, data: bytes) -> None:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)  # mkstemp makes 0600; a state file is like any other of the user's
+            if hasattr(os, "fchmod"):   # mkstemp makes 0600; a state file is like any other of the user's
+                os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -508,7 +517,7 @@ class StateFile:
     def _load(self) -> tuple[RegionState, bytes | None]:
         try:
             # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            fd = os.open(self.path, os.O_RDONLY | _O_NONBLOCK | getattr(os, "O_BINARY", 0))
         except FileNotFoundError:
             return RegionState.fresh(self._nodes), None
         except OSError as exc:
@@ -552,15 +561,25 @@ class StateFile:
         """
         if not self.path.parent.is_dir():
             raise StateFileError(f"{self.path}: directory {self.path.parent} does not exist")
+        try:   # refuse a FIFO, directory or device planted at the lock path before opening it
+            st = os.stat(self.lock_path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StateFileError(f"{self.lock_path}: cannot open lock file ({exc.strerror})") from None
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                raise StateFileError(f"{self.lock_path}: lock file is not a regular file")
+        # Default mode: 0o666 less the umask, as for the state file. The lock file is never deleted.
+        lock = filelock.FileLock(self.lock_path, timeout=LOCK_WAIT_S, thread_local=False)
         try:
-            # 0o666: the umask decides, as for the state file; O_NONBLOCK: a FIFO planted here never blocks.
-            lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)
+            lock.acquire(poll_interval=0.01)
+        except filelock.Timeout:
+            raise StateFileError(f"{self.lock_path}: still locked by another process after "
+                                 f"{LOCK_WAIT_S:g} s (a stopped or hung call?); nothing was changed") from None
         except OSError as exc:
             raise StateFileError(f"{self.lock_path}: cannot open lock file ({exc.strerror})") from None
         try:
-            if not stat.S_ISREG(os.fstat(lock_fd).st_mode):
-                raise StateFileError(f"{self.lock_path}: lock file is not a regular file")
-            self._lock(lock_fd)
             self._remove_stale_temps()
             state, before = self._load()
             yield state
@@ -571,21 +590,7 @@ class StateFile:
                 except OSError as exc:  # e.g. a read-only directory or a full disk; the old file stands
                     raise StateFileError(f"{self.path}: cannot write state file ({exc.strerror})") from None
         finally:
-            os.close(lock_fd)  # closing the descriptor releases the flock
-
-    def _lock(self, fd: int) -> None:
-        """Take the exclusive flock, waiting at most LOCK_WAIT_S (never forever)."""
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StateFileError(f"{self.lock_path}: still locked by another process after "
-                                         f"{LOCK_WAIT_S:g} s (a stopped or hung call? find it with "
-                                         f"'fuser {self.lock_path}'); nothing was changed") from None
-                time.sleep(0.01)
+            lock.release()
 
     def read(self) -> RegionState:
         """A consistent snapshot (readers need no lock: replacement is atomic)."""
