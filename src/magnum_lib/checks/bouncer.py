@@ -271,7 +271,7 @@ def _c22(service_p99_ms=5.0, threshold_ms=5.0, requests=200_000, seed=1) -> dict
 
 CHECKS = (
     ClaimCheck("C5", _loop, _judge_c5, defaults={"quantum": "5us", "backend": "compiled", "seed": 1},
-               perturbations=({"quantum": "250us"}, {"backend": "python"}),
+               perturbations=({"quantum": "250us"}, {"backend": "python", "quantum": "1us"}),
                about="the loop's recalculation period (its quantum, an input) and whether its compute fits in it"),
     ClaimCheck("C18", _measure_c18, _judge_c18, defaults={"inbox": "ring", "stall_s": 0.2, "ops": 1000},
                perturbations=({"inbox": "locked"},),

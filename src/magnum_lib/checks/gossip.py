@@ -63,7 +63,10 @@ def _measure_c29(nodes=FLEET_NODES, fanout=3, mode="push", interval="1ms", seed=
             "interval_ms": interval_ms, "rounds_to_quorum": r.rounds_to_quorum,
             "time_to_quorum_ms": None if r.time_to_quorum_s is None else r.time_to_quorum_s * 1e3,
             "rounds_to_all": r.rounds_to_all, "mean_field_rounds": mean_field_quorum_rounds(nodes, fanout, mode),
-            "fanout_for_2ms": fanout_for_quorum_rounds(nodes, target_rounds, mode)}
+            "fanout_for_2ms": fanout_for_quorum_rounds(nodes, target_rounds, mode),
+            "largest_group_for_2ms": max((n for n in range(4, 200)
+                                          if (mean_field_quorum_rounds(n, fanout, mode) or target_rounds + 1)
+                                          <= target_rounds), default=None)}
 
 
 def _judge_c29(m: dict) -> Verdict:
@@ -76,7 +79,8 @@ def _judge_c29(m: dict) -> Verdict:
     reached = "never" if t is None else f"after {m['rounds_to_quorum']} rounds = {t:g} ms"
     return Verdict("C29", NOT_REPRODUCED, f"on {where}, a majority knows {reached} (mean field: "
                    f"{m['mean_field_rounds']} rounds), not ~2 ms; it would take a fan-out of "
-                   f"{m['fanout_for_2ms']} peers per round (mean field), or a group of ~20 nodes", m)
+                   f"{m['fanout_for_2ms']} peers per round, or a group of at most ~{m['largest_group_for_2ms']} nodes "
+                   "(mean field)", m)
 
 
 # -- C28: a Bloom-filter digest rebuilt every period ----------------------------------------
