@@ -196,7 +196,7 @@ def _measure_c20(save_GBps: float | None, quantum: str, seed: int) -> dict:
     runs = {pre: dispatcher.dispatch(work, quantum=quantum, pause_cost=cost, resume_cost=cost, preemption=pre)
             for pre in (False, True)}
     return {"state_MB": state_bytes / 1e6, "save_GBps": bandwidth / 1e9, "save_us": save_us,
-            "sla_ms": 5.0, "pauses": runs[True].preemptions,
+            "sla_ms": float(work.sla_ns[work.priority == 0].max()) / 1e6, "pauses": runs[True].preemptions,
             "work_conserved": all(r.accounting.ok for r in runs.values()),
             "waiting": _latency_stats(runs[False], work), "pausing": _latency_stats(runs[True], work)}
 
