@@ -46,10 +46,10 @@ def _latency_stats(result: dispatcher.DispatchResult, workload: dispatcher.Workl
 
 
 # -- C19 and C5: how often the loop decides, and whether its compute keeps up -------------------
-def _measure_loop(quantum: str, backend: str, seed: int) -> dict:
-    """Run the node's loop; its wake-ups per simulated second and its compute per decision."""
+def _measure_loop(quantum="250us", backend="compiled", seed=1) -> dict:
+    """Run the node's loop; its wake-ups per simulated second and its compute per decision (ns)."""
     backend = check_choice("backend", backend, ("compiled", "python"))
-    work = node_workload(seed)
+    work = node_workload(check_int("seed", seed, 0))
     r = dispatcher.dispatch(work, quantum=quantum, backend=backend)
     return {"quantum_us": r.quantum_s * 1e6, "boundaries_per_s": r.ticks / r.end_s,
             "decision_ns": r.wall_s / r.decisions * 1e9, "decisions": r.decisions, "backend": backend,
@@ -88,7 +88,7 @@ def _judge_c5(m: dict) -> Verdict:
 
 
 # -- C18: are the inbox's operations wait-free? ------------------------------------------------
-def _measure_c18(inbox: str, stall_s: float, ops: int) -> dict:
+def _measure_c18(inbox="ring", stall_s=0.2, ops=1000) -> dict:
     """Time every try-operation on an inbox while the other thread is stalled.
 
     The other thread sleeps ``stall_s`` inside what it would hold: nothing for the
@@ -181,7 +181,7 @@ def _judge_c18(m: dict) -> Verdict:
 
 
 # -- C20: pausing a batch kernel for an urgent one, at its real cost ---------------------------
-def _measure_c20(save_GBps: float | None, quantum: str, seed: int) -> dict:
+def _measure_c20(save_GBps=None, quantum="250us", seed=1) -> dict:
     """Inference latency with and without micro-preemption, each pause paying the state save.
 
     The pause and the resume each move the H100's on-chip SM state at ``save_GBps``
@@ -191,7 +191,7 @@ def _measure_c20(save_GBps: float | None, quantum: str, seed: int) -> dict:
     bandwidth = h100.mem_bandwidth_Bps if save_GBps is None else check_positive("save_GBps", save_GBps, 1e5) * 1e9
     state_bytes = H100_SMS * (H100_REGISTERS_KB + H100_SHARED_KB) * 1024
     save_us = state_bytes / bandwidth * 1e6
-    work = node_workload(seed)
+    work = node_workload(check_int("seed", seed, 0))
     cost = f"{save_us:.3f}us"
     runs = {pre: dispatcher.dispatch(work, quantum=quantum, pause_cost=cost, resume_cost=cost, preemption=pre)
             for pre in (False, True)}
@@ -222,8 +222,10 @@ def _judge_c20(m: dict) -> Verdict:
 Z99 = 2.3263478740408408   # the standard normal's 0.99 quantile
 
 
-def _measure_c22(service_p99_ms: float, threshold_ms: float, requests: int, seed: int) -> dict:
+def _measure_c22(service_p99_ms=5.0, threshold_ms=5.0, requests=200_000, seed=1) -> dict:
     """Hedge a lognormal service (sigma 1, p99 ``service_p99_ms``) after ``threshold_ms``."""
+    requests = check_int("requests", requests, 1_000, 10_000_000)
+    seed = check_int("seed", seed, 0)
     service_p99_ms = check_positive("service_p99_ms", service_p99_ms, 1e6)
     threshold_ms = check_positive("threshold_ms", threshold_ms, 1e6)
     mean_s = service_p99_ms * 1e-3 / math.exp(-0.5 + Z99)     # p99 = mean exp(-sigma^2/2 + z99 sigma)
@@ -252,37 +254,20 @@ def _judge_c22(m: dict) -> Verdict:
                    f"{h['mean_ms']:.2f} ms)", m)
 
 
-def _check_seed(seed) -> int:
-    return check_int("seed", seed, 0)
-
-
-def _loop(quantum="250us", backend="compiled", seed=1) -> dict:
-    return _measure_loop(quantum, backend, _check_seed(seed))
-
-
-def _c20(save_GBps=None, quantum="250us", seed=1) -> dict:
-    return _measure_c20(save_GBps, quantum, _check_seed(seed))
-
-
-def _c22(service_p99_ms=5.0, threshold_ms=5.0, requests=200_000, seed=1) -> dict:
-    requests = check_int("requests", requests, 1_000, 10_000_000)
-    return _measure_c22(service_p99_ms, threshold_ms, requests, _check_seed(seed))
-
-
 CHECKS = (
-    ClaimCheck("C5", _loop, _judge_c5, defaults={"quantum": "5us", "backend": "compiled", "seed": 1},
+    ClaimCheck("C5", _measure_loop, _judge_c5, defaults={"quantum": "5us", "backend": "compiled", "seed": 1},
                perturbations=({"quantum": "250us"}, {"backend": "python", "quantum": "1us"}),
                about="the loop's recalculation period (its quantum, an input) and whether its compute fits in it"),
     ClaimCheck("C18", _measure_c18, _judge_c18, defaults={"inbox": "ring", "stall_s": 0.2, "ops": 1000},
                perturbations=({"inbox": "locked"},),
                about="the slowest try-operation on the inbox while the other thread is stalled"),
-    ClaimCheck("C19", _loop, _judge_c19, defaults={"quantum": "250us", "backend": "compiled", "seed": 1},
+    ClaimCheck("C19", _measure_loop, _judge_c19, defaults={"quantum": "250us", "backend": "compiled", "seed": 1},
                perturbations=({"quantum": "1ms"},),
                about="wake-ups per second of the node's loop (1 / quantum) and its compute per decision"),
-    ClaimCheck("C20", _c20, _judge_c20, defaults={"save_GBps": None, "quantum": "250us", "seed": 1},
+    ClaimCheck("C20", _measure_c20, _judge_c20, defaults={"save_GBps": None, "quantum": "250us", "seed": 1},
                perturbations=({"save_GBps": 32.0},),
                about="inference latency with and without pausing batch work, each pause saving the H100's SM state"),
-    ClaimCheck("C22", _c22, _judge_c22,
+    ClaimCheck("C22", _measure_c22, _judge_c22,
                defaults={"service_p99_ms": 5.0, "threshold_ms": 5.0, "requests": 200_000, "seed": 1},
                perturbations=({"service_p99_ms": 10.0}, {"threshold_ms": 2.0}),
                about="the price and the effect of a copy sent after 5 ms, on a service whose p99 we chose"),
