@@ -7,5 +7,6 @@ for intensity in np.logspace(0, 4, 41):
     ratios.append(frugal.time_s / min(c.time_s for c in costs_ex4.values()))
 ratios = np.array(ratios)
 differ = ratios[~np.isclose(ratios, 1)]
-ex4_slowdown, ex4_shapes = float(np.median(differ)), int(differ.size)
+ex4_slowdown = float(np.median(differ))
+ex4_shapes = int(differ.size)
 print(f"{ex4_shapes} shapes differ; median slowdown of the least-energy device there: {ex4_slowdown:.2f}x")
