@@ -128,7 +128,7 @@ def test_no_number_printed_above_passes(session, name):
     assert len(numbers) > 20, "the notebook printed too little to test against"
     for var in EXERCISES[name][0]:   # each answer in turn, the others right
         cands = [{**solution, var: v} for v in numbers]
-        passing = [c[var] for c, ok in zip(cands, _passes(session, name, cands)) if ok]
+        passing = [c[var] for c, ok in zip(cands, _passes(session, name, cands), strict=True) if ok]
         assert not passing, f"{name}: {var} = {passing[:5]} (printed above) passes the check"
 
 

@@ -124,7 +124,7 @@ def _measure_c37(device: str) -> dict:
     r = reserve(load_manifest("article"), device=device)
     return {"device": r.device, "makespan_ns": int(r.makespan_ns),
             "declared_ns": int(r.declared_runtime_ns.sum()),
-            "layer_ns": [int(e - s) for s, e in zip(r.start_ns, r.end_ns)], "notes": list(r.notes)}
+            "layer_ns": [int(e - s) for s, e in zip(r.start_ns, r.end_ns, strict=True)], "notes": list(r.notes)}
 
 
 def _judge_c37(m: dict) -> Verdict:
