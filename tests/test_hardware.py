@@ -118,6 +118,9 @@ def test_table_rows(cat):
     assert h100["ridge_bf16_flop_per_byte"] == pytest.approx(989.4e12 / 3.35e12)
     k80 = next(r for r in rows if r["key"] == "k80")
     assert k80["bf16_TFLOPS"] is None and k80["ridge_bf16_flop_per_byte"] is None
+    # integer peaks are operations, not floating-point ones: TOPS, and no *_TFLOPS key for them
+    assert h100["int8_TOPS"] == pytest.approx(1978.9) and "int8_TFLOPS" not in h100
+    assert k80["int8_TOPS"] is None
 
 
 # ---------------------------------------------------------------- article claims
@@ -156,6 +159,9 @@ def test_claim_rows_compare_to_public(cat):
     assert rows[("mtia_v2", "memory")]["article"] == 32 and rows[("mtia_v2", "memory")]["public"] == 128
     assert rows[("mtia_v2", "memory_type")]["public"] == "LPDDR5"
     assert ("h100_sxm", "fleet_gpus") not in rows  # an input, not a claim
+    # every TFLOPS comparison names its precision (dense BF16); the other rows have none
+    assert {r["precision"] for r in rows.values() if r["claim"] == "peak_tflops"} == {"bf16"}
+    assert all(r["precision"] is None for r in rows.values() if r["claim"] != "peak_tflops")
 
 
 # ---------------------------------------------------------------- roofline

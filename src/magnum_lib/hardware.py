@@ -268,7 +268,9 @@ class Catalog(Mapping):
     def table(self) -> list[dict]:
         """One row per accelerator, in display units, for notebooks (``pandas.DataFrame(rows)``).
 
-        Peaks are dense, in TFLOPS (TOPS for int8); ``None`` where the device has none.
+        Peaks are dense, in TFLOPS (``fp32_TFLOPS`` ... ``fp8_TFLOPS``) and, for integer
+        arithmetic, in TOPS (``int8_TOPS``: operations, not floating-point ones); ``None``
+        where the device has none.
         """
         rows = []
         for acc in self._accs.values():
@@ -278,7 +280,8 @@ class Catalog(Mapping):
                 "bandwidth_GBps": acc.mem_bandwidth_Bps / 1e9,
             }
             for p in PRECISIONS:
-                row[f"{p}_TFLOPS"] = acc.peak_flops[p] / 1e12 if p in acc.peak_flops else None
+                unit = "TOPS" if p.startswith("int") else "TFLOPS"
+                row[f"{p}_{unit}"] = acc.peak_flops[p] / 1e12 if p in acc.peak_flops else None
             row["tdp_W"] = acc.tdp_w
             row["interconnect"] = acc.interconnect.name
             row["ridge_bf16_flop_per_byte"] = acc.ridge_point("bf16") if "bf16" in acc.peak_flops else None
@@ -288,7 +291,10 @@ class Catalog(Mapping):
     def claims(self) -> list[dict]:
         """The article's figures beside the public ones.
 
-        Rows: ``device, claim, article, public, ratio (public / article or None), unit, basis``.
+        Rows: ``device, claim, article, public, ratio (public / article or None), unit, basis,
+        precision``. ``precision`` names the peak a ``peak_tflops`` row compares with (dense
+        ``"bf16"``, the one precision every compared device has; None on other rows): say it
+        wherever the ratio is shown, since the H100's dense FP8 peak is twice its BF16 one.
         ``fleet_cuda_cores`` compares the article's product with the article's own two
         inputs multiplied out (18,432 x 200,000).
         """
@@ -327,7 +333,8 @@ class Catalog(Mapping):
                     continue  # an input to another claim (fleet_gpus), not a claim itself
                 ratio = (public / article if isinstance(public, (int, float)) and article else None)
                 rows.append({"device": acc.key, "claim": name, "article": article, "public": public,
-                             "ratio": ratio, "unit": unit, "basis": basis})
+                             "ratio": ratio, "unit": unit, "basis": basis,
+                             "precision": "bf16" if name == "peak_tflops" else None})
         return rows
 
 
