@@ -298,6 +298,8 @@ def test_job_views_show_each_job_at_the_current_decision():
             plan.start(newest)
         return plan
 
+    newest_first.oracle = True      # it reads remaining_s: a declared oracle
+
     jobs = make_jobs([0, 2, 12], [10, 5, 1], [1, 1, 1])
     r = replay(jobs, _one_node(1), newest_first)
     # t = 0: job 0 alone, waiting; t = 2: job 1 newest, job 0 preempted after 2 s of work.

@@ -5,5 +5,6 @@ def _ratio(g):
     return strict / replay(TEACH, c, "fifo-skip").summary()["avg_jct_s"]
 
 
-ex2_gpus = next(4 * n for n in range(5, 21) if _ratio(4 * n) <= 1.05)
-print(ex2_gpus)
+_ratios = {4 * n: _ratio(4 * n) for n in range(5, 21)}
+ex2_gpus = next(g for g, r in _ratios.items() if r <= 1.05)
+print({g: round(r, 3) for g, r in _ratios.items()}, "->", ex2_gpus)

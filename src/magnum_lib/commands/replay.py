@@ -9,8 +9,13 @@ from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
 
 TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
 S = 10**9  # ns per second, for the duration flags' ranges
-POLICIES = ("fifo-strict", "fifo-skip", "sjf", "srtf", "las", "gavel", "gavel-blind", "ftf", "fgd",
-            "gavel-fifo", "gavel-rounds", "gavel-rounds-blind")
+
+
+def policy_choices() -> tuple:
+    """``--policy`` choices: the names of the built-in registry (one list, kept there)."""
+    from magnum_lib.replay.registry import names
+
+    return names()
 
 
 def add(subparsers) -> None:
@@ -42,7 +47,7 @@ def add(subparsers) -> None:
                    help="Gavel trace: GPUs per type, e.g. v100:36,p100:36,k80:36 (default 8 each)")
     p.add_argument("--placement", default="pooled",
                    choices=["pooled", "consolidated", "spread", "random"], help="(default: pooled)")
-    p.add_argument("--policy", default="fifo-strict", choices=POLICIES,
+    p.add_argument("--policy", default="fifo-strict", choices=policy_choices(),
                    help="(default: fifo-strict); gavel-fifo, gavel-rounds(-blind): Gavel's own simulator's "
                         "round mechanism, job for job")
     p.add_argument("--policy-file", metavar="FILE.py:NAME", type=Text(r"[^\x00-\x1f]+\.py:[A-Za-z_]\w*",
@@ -75,14 +80,28 @@ def load_policy_file(spec: str):
         raise ParameterError("policy_file", f"must be FILE.py:NAME, got {excerpt(spec)}")
     if not Path(path).is_file():
         raise ParameterError("policy_file", f"{excerpt(path)} is not a file")
+    label = _file_label(path)
     try:
-        ns = runpy.run_path(path)
-    except Exception as exc:  # the user's file: say which and why, in one line
-        raise ParameterError("policy_file", f"{excerpt(path)} failed to load: "
-                                            f"{type(exc).__name__}: {excerpt(str(exc))}") from None
+        ns = runpy.run_path(path, run_name="__policy_file__")
+    except KeyboardInterrupt:
+        raise
+    except RecursionError:
+        raise ParameterError("policy_file", f"{label} failed to load: it recursed too "
+                                            f"deeply (RecursionError)") from None
+    except BaseException as exc:  # the user's file (sys.exit too): say which and why, in one line
+        what = f"called sys.exit({excerpt(exc.code)})" if isinstance(exc, SystemExit) else \
+            f"{type(exc).__name__}: {excerpt(str(exc))}"
+        raise ParameterError("policy_file", f"{label} failed to load: {what}") from None
     if name not in ns:
-        raise ParameterError("policy_file", f"{excerpt(path)} defines no {name!r}")
+        raise ParameterError("policy_file", f"{label} defines no {name!r}")
     return ns[name]
+
+
+def _file_label(path: str) -> str:
+    """``path`` for a one-line message: whole when short, else ``.../name.py`` (the file stays named)."""
+    from pathlib import Path
+
+    return repr(path) if len(path) <= 60 else f"'.../{excerpt(Path(path).name)[1:]}"
 
 
 def _int_list(name, text):

@@ -67,18 +67,20 @@ import time
 import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int
-from magnum_lib.replay.api import Decision, JobView, Plan, Policy, PolicyError, View, as_policy
+from magnum_lib.replay.api import Decision, JobView, OracleError, Plan, Policy, PolicyError, View, as_policy
 from magnum_lib.replay.cluster import ReplayCluster, check_replay_inputs
 from magnum_lib.replay.jobs import ReplayJobs, make_jobs
 from magnum_lib.replay.metrics import ReplayResult
 from magnum_lib.replay.placement import PLACEMENTS
-from magnum_lib.replay.policies import BUILTIN, make_policy
+from magnum_lib.replay.policies import SJF, SRTF, FifoSkip, FifoStrict, TiresiasLAS
+from magnum_lib.replay.registry import BUILTIN, make_policy
 
 __all__ = ["replay", "ReplayJobs", "make_jobs", "ReplayCluster", "ReplayResult", "Policy",
-           "PolicyError", "Decision", "View", "JobView", "Plan", "as_policy", "make_policy",
+           "PolicyError", "OracleError", "Decision", "View", "JobView", "Plan", "as_policy", "make_policy",
            "BUILTIN", "PLACEMENTS"]
 
 NS = 1_000_000_000
+_FAST_CLASSES = (FifoStrict, FifoSkip, SJF, SRTF, TiresiasLAS)   # the compiled loop's policies
 
 
 def _isolated_s(jobs, cluster):
@@ -154,9 +156,10 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
         raise ParameterError("backend", f"must be None, 'compiled' or 'python', got {backend!r}")
     pol = make_policy(policy) if isinstance(policy, str) else as_policy(policy)
     from magnum_lib.replay import engine_ref
-
     engine_ref.check_fits(jobs, cluster)
-    use_fast = (getattr(pol, "fast", None) is not None and placement == "pooled"
+    # Only the shipped classes themselves: a subclass may change schedule(), so it runs in
+    # the readable loop (as every user policy does).
+    use_fast = (type(pol) in _FAST_CLASSES and getattr(pol, "fast", None) is not None and placement == "pooled"
                 and len(cluster.type_names) == 1 and jobs.whole_gpus and jobs.speed is None
                 and jobs.type_mask is None and backend != "python")
     fast = None
@@ -192,7 +195,8 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     wall = time.perf_counter() - t0
     result = ReplayResult(pol.name, placement, name, jobs, cluster, jobs.submit_ns / NS,
                           out["first_start"] / NS, out["finish"] / NS, _isolated_s(jobs, cluster),
-                          out["preemptions"], out["util_t"] / NS, out["util_busy"], wall, seed)
+                          out["preemptions"], out["util_t"] / NS, out["util_busy"], wall, seed,
+                          held_s=out["held"] / NS)
     if "frag" in out:
         result.frag = out["frag"]
         result.extra["gpu_fragmentation"] = result.time_average(out["frag"])

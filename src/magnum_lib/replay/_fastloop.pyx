@@ -587,7 +587,7 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     c.work = &wrk[0] if n else NULL
     c.gpus = &gp[0] if n else NULL
     if n == 0:
-        return dict(first_start=start, finish=finish, preemptions=pre,
+        return dict(first_start=start, finish=finish, preemptions=pre, held=z[1],
                     util_t=np.zeros(0, np.int64), util_busy=np.zeros(0))
     c.start, c.finish, c.preempts = &v_start[0], &v_finish[0], &v_pre[0]
     c.status, c.rem, c.ovh, c.att = &v_status[0], &v_rem[0], &v_ovh[0], &v_att[0]
@@ -647,4 +647,5 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
         free(c.dem.job)
         free(c.ut)
         free(c.ub)
-    return dict(first_start=start, finish=finish, preemptions=pre, util_t=ut, util_busy=ub)
+    # held: ns each job held its GPUs (run time plus restores; ``att``, kept for every policy)
+    return dict(first_start=start, finish=finish, preemptions=pre, held=z[1], util_t=ut, util_busy=ub)

@@ -71,6 +71,7 @@ cdef struct S:
     int64_t* first
     int64_t* fin
     int64_t* pre
+    int64_t* held             # ns each job held its GPUs (run time plus restores)
     int64_t* free_t           # free GPUs per type
     int64_t* running          # running job ids (unordered)
     int64_t* run_pos          # index in running, -1 if not running
@@ -237,6 +238,7 @@ cdef void advance(S* s, int64_t t) noexcept nogil:
             j = s.running[k]
             o = s.overhead[j] if s.overhead[j] < dt else dt
             s.overhead[j] -= o
+            s.held[j] += dt
             prog = dt - o
             if s.erate[j] == 1.0:
                 s.rem[j] -= prog
@@ -907,7 +909,8 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     cdef double[::1] erate = np.ones(m)
     cdef int8_t[::1] status = np.zeros(m, np.int8)
     cdef int64_t[::1] jtype = i64(m, -1)
-    first_np, fin_np, pre_np = i64(m, -1), i64(m, -1), i64(m)
+    first_np, fin_np, pre_np, held_np = i64(m, -1), i64(m, -1), i64(m), i64(m)
+    cdef int64_t[::1] held = held_np
     cdef int64_t[::1] first = first_np
     cdef int64_t[::1] fin = fin_np
     cdef int64_t[::1] pre = pre_np
@@ -975,6 +978,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     s.wf_a, s.wf_frozen = &wf_a[0], &wf_frozen[0]
     s.rem, s.overhead, s.erate, s.status, s.jtype = &rem[0], &overhead[0], &erate[0], &status[0], &jtype[0]
     s.first, s.fin, s.pre, s.free_t = &first[0], &fin[0], &pre[0], &free_t[0]
+    s.held = &held[0]
     s.running, s.run_pos, s.nrun, s.now = &running[0], &run_pos[0], 0, 0
     s.steps_left, s.ran, s.ran_all, s.deficit, s.alloc = &sl[0], &ran[0], &ran_all[0], &deficit[0], &alloc[0]
     s.in_alloc, s.act_flag, s.active, s.na, s.known_upto = &in_alloc[0], &act_flag[0], &active[0], 0, 0
@@ -1024,7 +1028,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
             raise RuntimeError("GavelRounds: a job outlived its last micro-task (internal error)")
         raise MemoryError("run_gavel_rounds: out of memory")
     return dict(first_start=first_np[:n].copy(), finish=fin_np[:n].copy(), preemptions=pre_np[:n].copy(),
-                util_t=util_t, util_busy=util_b)
+                held=held_np[:n].copy(), util_t=util_t, util_busy=util_b)
 
 
 class Stuck(Exception):

@@ -31,7 +31,8 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, excerpt
 
-__all__ = ["Policy", "PolicyError", "Decision", "View", "JobView", "Plan", "as_policy"]
+__all__ = ["Policy", "PolicyError", "OracleError", "Decision", "View", "JobView", "JobsView", "Plan",
+           "as_policy", "is_oracle", "policy_inputs"]
 
 NS = 1_000_000_000
 
@@ -55,10 +56,16 @@ class Policy:
         None: ``schedule`` is called after every event (arrival, finish, wake-up).
         A number: only at round boundaries ``0, round_s, 2 round_s, ...`` (Gavel's
         time-sliced rounds; GPUs a job frees mid-round stay idle until the next round).
+    oracle : bool
+        False (default): the policy sees no job's duration or remaining time (a real
+        scheduler does not know them); reading ``job.duration_s``, ``job.remaining_s``,
+        ``job.remaining_ns``, ``view.jobs.work_ns`` or ``view.jobs.duration_s`` raises
+        :class:`OracleError`. True: it may (SJF, SRTF, FTF and Gavel's simulator declare it).
     """
 
     name = "policy"
     round_s: float | None = None
+    oracle: bool = False
 
     def reset(self, jobs, cluster) -> None:
         """Called once before a replay with its :class:`~magnum_lib.replay.jobs.ReplayJobs`
@@ -72,10 +79,11 @@ class Policy:
 
 
 class _FunctionPolicy(Policy):
-    def __init__(self, func, name=None, round_s=None):
+    def __init__(self, func, name=None, round_s=None, oracle=False):
         self._func = func
         self.name = name or getattr(func, "__name__", "function")
         self.round_s = round_s
+        self.oracle = oracle is True
 
     def schedule(self, view):
         return self._func(view)
@@ -86,18 +94,29 @@ def as_policy(obj, name=None) -> Policy:
     if isinstance(obj, Policy):
         return obj
     if isinstance(obj, type) and issubclass(obj, Policy):
-        return obj()
+        return _instance(obj)
     if isinstance(obj, type) and callable(getattr(obj, "schedule", None)):
-        inst = obj()
+        inst = _instance(obj)
         return _FunctionPolicy(inst.schedule, name or getattr(inst, "name", obj.__name__),
-                               getattr(inst, "round_s", None))
+                               getattr(inst, "round_s", None), getattr(inst, "oracle", False))
     if callable(getattr(obj, "schedule", None)):
         return _FunctionPolicy(obj.schedule, name or getattr(obj, "name", type(obj).__name__),
-                               getattr(obj, "round_s", None))
+                               getattr(obj, "round_s", None), getattr(obj, "oracle", False))
     if callable(obj):
-        return _FunctionPolicy(obj, name)
+        return _FunctionPolicy(obj, name, oracle=getattr(obj, "oracle", False))
     raise ParameterError("policy", f"must be a Policy, a class with schedule(view) or a "
                                    f"function f(view), got {excerpt(obj)}")
+
+
+def _instance(cls):
+    """``cls()``; an error in the policy's constructor becomes one ParameterError naming it."""
+    try:
+        return cls()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:   # (SystemExit too: a policy does not end the replay)
+        raise ParameterError("policy", f"{cls.__name__}() raised {type(exc).__name__}: "
+                                       f"{excerpt(str(exc))}") from exc
 
 
 @dataclass
@@ -116,68 +135,182 @@ class Decision:
     wake_ns: int | None = None
 
 
-class JobView:
-    """One job as a policy sees it (read-only numbers in seconds).
+class OracleError(PolicyError):
+    """A policy that does not declare ``oracle = True`` read a job's duration or remaining time."""
 
-    The replay keeps one JobView per job: it updates ``attained_ns`` and ``running`` (the
-    numbers policies read most) as the job runs, and computes the others from the replay
-    when asked, so a view is the job *at the current decision*: read it during the
-    ``schedule`` call that got it.
+    def __init__(self, policy_name: str, attribute: str):
+        super().__init__(policy_name, f"read {attribute}, which only an oracle may see: a real "
+                                      f"scheduler does not know a job's duration; declare "
+                                      f"`oracle = True` on the policy class to use it")
+        self.attribute = attribute
+
+
+def _oracle_only(state, attribute: str) -> None:
+    """Raise :class:`OracleError` unless the policy being replayed declared itself an oracle."""
+    if not getattr(state, "oracle", True):
+        raise OracleError(getattr(state, "policy_name", "policy"), attribute)
+
+
+class JobView:
+    """One job as a policy sees it (read-only; times in seconds unless ``_ns``).
+
+    The replay keeps one JobView per job: it updates the attained service and the running
+    flag as the job runs, and computes the others from the replay when asked, so a view is
+    the job *at the current decision*: read it during the ``schedule`` call that got it.
+    ``duration_s``, ``remaining_s`` and ``remaining_ns`` are the oracle's: reading one in a
+    policy that does not declare ``oracle = True`` raises :class:`OracleError`.
+    Attributes cannot be assigned (a policy reads the replay, it does not change it).
     """
 
-    __slots__ = ("id", "submit_s", "num_gpus", "gpu_milli", "duration_s", "model", "group",
-                 "attained_ns", "running", "_st")
+    # The replay writes _att and _run; everything public is a read-only property.
+    __slots__ = ("_st", "_id", "_submit_s", "_num_gpus", "_gpu_milli", "_model", "_group", "_att", "_run")
 
     def __init__(self, state, j):
         jobs = state.jobs
         self._st = state
-        self.id = j
-        self.submit_s = jobs.submit_ns[j] / NS
-        self.num_gpus = int(jobs.num_gpus[j])
-        self.gpu_milli = int(jobs.gpu_milli[j])
-        self.duration_s = jobs.work_ns[j] / NS
-        self.model = jobs.model_names[jobs.model_code[j]] if jobs.model_code is not None else None
-        self.group = jobs.group_names[jobs.group_code[j]] if jobs.group_code is not None else None
-        self.attained_ns = int(state.attained[j])        # kept current by the replay
-        self.running = bool(state.status[j] == 2)        # kept current by the replay
+        self._id = j
+        self._submit_s = jobs.submit_ns[j] / NS
+        self._num_gpus = int(jobs.num_gpus[j])
+        self._gpu_milli = int(jobs.gpu_milli[j])
+        self._model = jobs.model_names[jobs.model_code[j]] if jobs.model_code is not None else None
+        self._group = jobs.group_names[jobs.group_code[j]] if jobs.group_code is not None else None
+        self._att = int(state.attained[j])        # kept current by the replay
+        self._run = bool(state.status[j] == 2)    # kept current by the replay
+
+    id = property(lambda self: self._id, doc="Job number (submit order, ties in trace order).")
+    submit_s = property(lambda self: self._submit_s, doc="Submit time, s.")
+    num_gpus = property(lambda self: self._num_gpus, doc="GPUs of the gang.")
+    gpu_milli = property(lambda self: self._gpu_milli, doc="Thousandths of each GPU it uses.")
+    model = property(lambda self: self._model, doc="Model name when the trace gives one.")
+    group = property(lambda self: self._group, doc="Group label (VC, user) when the trace gives one.")
+    attained_ns = property(lambda self: self._att, doc="Time it has held GPUs so far, ns.")
+    running = property(lambda self: self._run, doc="True while it holds GPUs.")
 
     @property
     def attained_s(self) -> float:
-        return float(self.attained_ns) / NS
+        return float(self._att) / NS
 
     @property
     def attained_gpu_s(self) -> float:
-        return self.attained_s * self.num_gpus
+        return self.attained_s * self._num_gpus
+
+    @property
+    def duration_s(self) -> float:
+        """Run time on the reference GPU type, s (oracle only)."""
+        _oracle_only(self._st, "job.duration_s")
+        return self._st.jobs.work_ns[self._id] / NS
 
     @property
     def remaining_ns(self) -> int:
-        return max(int(self._st.rem[self.id]), 0)
+        """Work left, ns (oracle only)."""
+        _oracle_only(self._st, "job.remaining_ns")
+        return max(int(self._st.rem[self._id]), 0)
 
     @property
     def remaining_s(self) -> float:
-        return self.remaining_ns / NS
+        """Work left, s (oracle only)."""
+        _oracle_only(self._st, "job.remaining_s")
+        return max(int(self._st.rem[self._id]), 0) / NS
 
     @property
     def wait_s(self) -> float:
         st = self._st
-        return (st.now - st.jobs.submit_ns[self.id] - st.attained[self.id]) / NS
+        return (st.now - st.jobs.submit_ns[self._id] - st.attained[self._id]) / NS
 
     @property
     def gpus(self) -> tuple:
-        return tuple(self._st.alloc[self.id])
+        return tuple(self._st.alloc[self._id])
 
     @property
     def gpu_type(self):
         st = self._st
-        return st.cluster.type_names[st.gpu_type[st.alloc[self.id][0]]] if self.running else None
+        return st.cluster.type_names[st.gpu_type[st.alloc[self._id][0]]] if self._run else None
 
     @property
     def preemptions(self) -> int:
-        return int(self._st.preemptions[self.id])
+        return int(self._st.preemptions[self._id])
 
     def __repr__(self) -> str:
-        state = f"running on {list(self.gpus)}" if self.running else f"waiting {self.wait_s:g} s"
-        return f"JobView(id={self.id}, gpus={self.num_gpus}, {state})"
+        state = f"running on {list(self.gpus)}" if self._run else f"waiting {self.wait_s:g} s"
+        return f"JobView(id={self._id}, gpus={self._num_gpus}, {state})"
+
+
+def _frozen(a):
+    """A read-only copy of array ``a`` (None stays None)."""
+    if a is None:
+        return None
+    out = np.array(a, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+class JobsView:
+    """The replay's job list as a policy sees it: read-only copies of the static arrays.
+
+    The same attributes as :class:`~magnum_lib.replay.jobs.ReplayJobs` (``submit_ns``,
+    ``num_gpus``, ``gpu_milli``, ``speed``, ``type_mask``, the group and model labels).
+    ``work_ns`` and ``duration_s`` (the oracle's) are there only for a policy that declares
+    ``oracle = True``; reading them otherwise raises :class:`OracleError`. Writing to an
+    array raises ``ValueError: assignment destination is read-only``; the replay never reads
+    these copies, so nothing a policy does to them changes a result.
+    """
+
+    def __init__(self, jobs, oracle: bool, policy_name: str):
+        self._oracle, self.policy_name = bool(oracle), policy_name
+        self.submit_ns = _frozen(jobs.submit_ns)
+        self.num_gpus = _frozen(jobs.num_gpus)
+        self.gpu_milli = _frozen(jobs.gpu_milli)
+        self.speed = _frozen(jobs.speed)
+        self.type_mask = _frozen(jobs.type_mask)
+        self.group_code, self.group_names = _frozen(jobs.group_code), tuple(jobs.group_names)
+        self.model_code, self.model_names = _frozen(jobs.model_code), tuple(jobs.model_names)
+        self.name = jobs.name
+        self._work = _frozen(jobs.work_ns) if oracle else None
+
+    @property
+    def oracle(self) -> bool:
+        return self._oracle
+
+    @property
+    def work_ns(self) -> np.ndarray:
+        _oracle_only(self, "jobs.work_ns")
+        return self._work
+
+    @property
+    def duration_s(self) -> np.ndarray:
+        _oracle_only(self, "jobs.duration_s")
+        return self._work / NS
+
+    @property
+    def submit_s(self) -> np.ndarray:
+        return self.submit_ns / NS
+
+    @property
+    def whole_gpus(self) -> bool:
+        return bool(np.all(self.gpu_milli == 1000))
+
+    def __len__(self) -> int:
+        return int(self.submit_ns.size)
+
+    def __repr__(self) -> str:
+        return f"JobsView({self.name!r}, {len(self)} jobs{', oracle' if self._oracle else ''})"
+
+
+def policy_inputs(jobs, cluster, policy) -> tuple:
+    """``(jobs view, cluster copy)`` a policy is given: read-only, durations for oracles only."""
+    from magnum_lib.replay.cluster import ReplayCluster
+
+    oracle = is_oracle(policy)
+    cl = ReplayCluster(_frozen(cluster.node_gpus), _frozen(cluster.node_type), cluster.type_names,
+                       cluster.name)
+    for a in (cl.node_gpus, cl.node_type):   # (__post_init__ may hand back a new array)
+        a.setflags(write=False)
+    return JobsView(jobs, oracle, policy.name), cl
+
+
+def is_oracle(policy) -> bool:
+    """True when ``policy`` declares ``oracle = True`` (it may read durations)."""
+    return getattr(policy, "oracle", False) is True
 
 
 class View:
@@ -195,7 +328,8 @@ class View:
         Whole idle GPUs of each type name.
     free_milli : int64 array (read-only)
         Free milli-GPU of every GPU.
-    cluster, jobs : the replay's cluster and job list (static data, e.g. the speed matrix).
+    cluster, jobs : read-only copies of the replay's cluster and job list (static data, e.g.
+        the speed matrix; see :class:`JobsView`).
     """
 
     def __init__(self, state, queue, running):
@@ -204,8 +338,8 @@ class View:
         self.now_s = state.now / NS
         self.queue = queue
         self.running = running
-        self.cluster = state.cluster
-        self.jobs = state.jobs
+        self.cluster = state.policy_cluster
+        self.jobs = state.policy_jobs
         self.free_gpus = int((state.free == 1000).sum())
 
     @property
@@ -281,9 +415,15 @@ class Plan:
             self._preempts.append(jid)
 
     def wake_at(self, t_s: float) -> None:
+        if isinstance(t_s, bool) or not isinstance(t_s, numbers.Real) or not 0 <= t_s <= _WAKE_MAX_NS / NS:
+            raise PolicyError(getattr(self._state, "policy_name", "policy"),
+                              f"plan.wake_at: a time in seconds in [0, {_WAKE_MAX_NS / NS:g}], got {excerpt(t_s)}")
         self.wake_at_ns(math.ceil(t_s * NS))
 
     def wake_at_ns(self, t_ns: int) -> None:
+        if isinstance(t_ns, bool) or not isinstance(t_ns, numbers.Integral) or not 0 <= t_ns <= _WAKE_MAX_NS:
+            raise PolicyError(getattr(self._state, "policy_name", "policy"),
+                              f"plan.wake_at_ns: an integer time in ns in [0, {_WAKE_MAX_NS}], got {excerpt(t_ns)}")
         self._wake = int(t_ns) if self._wake is None else min(self._wake, int(t_ns))
 
     def decision(self) -> Decision:
@@ -312,6 +452,11 @@ def normalize(policy: str, out, state) -> Decision:
     elif not isinstance(out, Decision):
         raise PolicyError(policy, f"schedule() must return a Plan, a Decision, a list of job ids "
                                   f"or None, got {excerpt(out)}")
+    for what in ("start", "preempt"):
+        items = getattr(out, what)
+        if not isinstance(items, (list, tuple)):
+            raise PolicyError(policy, f"Decision.{what} must be a list of job ids, got "
+                                      f"{type(items).__name__} {excerpt(items)}")
     n = len(state.jobs)
     free = state.free.copy()
     seen = set()
@@ -377,13 +522,20 @@ def normalize(policy: str, out, state) -> Decision:
         free[gpus] -= milli
         start.append((jid, gpus))
     wake = out.wake_ns
+    if wake is not None:
+        if isinstance(wake, bool) or not isinstance(wake, numbers.Integral) or not 0 <= wake <= _WAKE_MAX_NS:
+            raise PolicyError(policy, f"wake_ns must be an integer time in ns in [0, {_WAKE_MAX_NS}], "
+                                      f"got {excerpt(wake)}")
+        wake = int(wake)
     if out.wake_s is not None:
         w = out.wake_s
-        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not np.isfinite(w):
-            raise PolicyError(policy, f"wake_s must be a time in seconds, got {excerpt(w)}")
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not 0 <= w <= _WAKE_MAX_NS / NS:
+            raise PolicyError(policy, f"wake_s must be a time in seconds in [0, {_WAKE_MAX_NS / NS:g}], "
+                                      f"got {excerpt(w)}")
         w = math.ceil(w * NS)
         wake = w if wake is None else min(wake, w)
     return Decision(start, preempt, None, wake)
 
 
 _STATUS = {0: "not submitted yet", 1: "waiting", 2: "running", 3: "finished"}
+_WAKE_MAX_NS = 2**62      # about 146 years: later than any replay, far from int64's end

@@ -10,16 +10,23 @@ import math
 
 import numpy as np
 
+from magnum_lib.engine.errors import ParameterError, excerpt
 from magnum_lib.replay import placement as _placement
-from magnum_lib.replay.api import JobView, PolicyError, View, normalize
+from magnum_lib.replay.api import JobView, PolicyError, View, normalize, policy_inputs
 
 NS = 1_000_000_000
 
 
 class _State:
-    def __init__(self, jobs, cluster, place_name, seed, restore_ns):
+    def __init__(self, jobs, cluster, place_name, seed, restore_ns, policy=None):
         n = len(jobs)
         self.jobs, self.cluster = jobs, cluster
+        # What the policy is given: read-only copies, durations only for a declared oracle
+        # (JobView and JobsView read ``oracle`` and ``policy_name`` to say who broke the rule).
+        self.oracle = True if policy is None else getattr(policy, "oracle", False) is True
+        self.policy_name = "policy" if policy is None else policy.name
+        pol = policy if policy is not None else _AnyOracle()
+        self.policy_jobs, self.policy_cluster = policy_inputs(jobs, cluster, pol)
         self.gpu_type = cluster.gpu_type
         self.gpu_node = cluster.gpu_node
         self.free = np.full(cluster.total_gpus, 1000, dtype=np.int64)
@@ -86,7 +93,7 @@ class _State:
                 prog = dt - o
                 self.rem[j] -= prog if self.rate[j] == 1.0 else int(prog * self.rate[j])
                 self.attained[j] += dt
-                views[j].attained_ns = self.attained[j]
+                views[j]._att = self.attained[j]
         self.now = t
 
     def finish_time(self, j) -> int:
@@ -104,14 +111,14 @@ class _State:
             self.alloc[j] = []
             self.status[j] = 1
             self.preemptions[j] += 1
-            self.views[j].running = False
+            self.views[j]._run = False
             running.discard(j)
             waiting.add(j)
         for j, gpus in d.start:
             self.free[gpus] -= self.milli_l[j]
             self.alloc[j] = list(gpus)
             self.status[j] = 2
-            self.views[j].running = True
+            self.views[j]._run = True
             self.rate[j] = self.speed(j, int(self.gpu_type[gpus[0]]))
             if self.first_start[j] < 0:
                 self.first_start[j] = self.now
@@ -119,6 +126,31 @@ class _State:
                 self.overhead[j] = self.restore_ns
             waiting.discard(j)
             running.add(j)
+
+
+class _AnyOracle:
+    """Stands for the policy when a state is built without one (tests): sees everything."""
+
+    oracle = True
+    name = "policy"
+
+
+def call(name, what, method, *args):
+    """``method(*args)`` of policy ``name``; an exception inside it becomes one PolicyError.
+
+    The policy's own error is chained (``__cause__``), so a notebook still shows where it
+    happened; the CLI prints the one line. A PolicyError (an invalid decision, an oracle
+    read) or a ParameterError (the policy's own option check) passes unchanged. SystemExit
+    inside a policy is an error too, not an exit 0.
+    """
+    try:
+        return method(*args)
+    except ParameterError:
+        raise
+    except RecursionError:
+        raise PolicyError(name, f"{what}() recursed too deeply (RecursionError)") from None
+    except (Exception, SystemExit) as exc:
+        raise PolicyError(name, f"{what}() raised {type(exc).__name__}: {excerpt(str(exc))}") from exc
 
 
 def check_fits(jobs, cluster):
@@ -138,9 +170,9 @@ def check_fits(jobs, cluster):
 def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progress=None):
     """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
     check_fits(jobs, cluster)
-    st = _State(jobs, cluster, placement, seed, round(restore_s * NS))
-    policy.reset(jobs, cluster)
+    st = _State(jobs, cluster, placement, seed, round(restore_s * NS), policy)
     name = policy.name
+    call(name, "reset", policy.reset, st.policy_jobs, st.policy_cluster)
     round_ns = None if policy.round_s is None else max(1, round(policy.round_s * NS))
     n = len(jobs)
     submit = jobs.submit_ns
@@ -173,7 +205,7 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
             st.free[st.alloc[j]] += st.milli_l[j]
             st.alloc[j] = []
             st.status[j] = 3
-            st.views[j].running = False
+            st.views[j]._run = False
             st.finish[j] = t
             running.discard(j)
             done += 1
@@ -185,7 +217,7 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
             i += 1
         if round_ns is None or t % round_ns == 0:
             w, r = sorted(waiting), sorted(running)
-            d = normalize(name, policy.schedule(st.view(w, r)), st)
+            d = normalize(name, call(name, "schedule", policy.schedule, st.view(w, r)), st)
             st.apply(d, waiting, running)
             # The latest decision's wake-up replaces any earlier one (the policy recomputes
             # it at every call; a stale earlier wake-up would add a call it did not ask for).
@@ -207,7 +239,7 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
                 total = int(f.sum())
                 frag.append(int(f[(f > 0) & (f < 1000)].sum()) / total if total else 0.0)
     out = dict(first_start=np.array(st.first_start, np.int64), finish=np.array(st.finish, np.int64),
-               preemptions=np.array(st.preemptions, np.int64),
+               preemptions=np.array(st.preemptions, np.int64), held=np.array(st.attained, np.int64),
                util_t=np.array(util_t, np.int64), util_busy=np.array(util_busy))
     if shared:
         out["frag"] = np.array(frag)

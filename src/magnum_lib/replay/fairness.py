@@ -41,7 +41,7 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_positive
 from magnum_lib.replay.api import Policy
-from magnum_lib.replay.policies import BUILTIN, _give_in_order
+from magnum_lib.replay.policies import _give_in_order
 
 __all__ = ["GavelMaxMin", "FinishTimeFairness", "maxmin_allocation", "maxmin_waterfill"]
 
@@ -226,6 +226,7 @@ class FinishTimeFairness(Policy):
     """Themis-style finish-time fairness, rounds of ``round_s`` (see the module docstring)."""
 
     name = "ftf"
+    oracle = True       # its rho estimate uses the remaining run time
 
     def __init__(self, round_s: float = 360.0):
         self.round_s = check_positive("round_s", round_s)
@@ -245,8 +246,3 @@ class FinishTimeFairness(Policy):
         order = sorted(active, key=lambda j: (-rho(j), j.id))
         _give_in_order(view, order, plan)
         return plan
-
-
-BUILTIN["gavel"] = lambda **kw: GavelMaxMin(aware=True, **kw)
-BUILTIN["gavel-blind"] = lambda **kw: GavelMaxMin(aware=False, **kw)
-BUILTIN["ftf"] = FinishTimeFairness

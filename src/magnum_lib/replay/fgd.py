@@ -20,7 +20,6 @@ import numpy as np
 
 from magnum_lib.engine.errors import check_int
 from magnum_lib.replay.api import Policy
-from magnum_lib.replay.policies import BUILTIN
 
 __all__ = ["FGD", "workload_classes", "fragmentation", "node_grid", "fgd_place"]
 
@@ -138,6 +137,3 @@ class FGD(Policy):
                 M[node] = np.where(self.valid[node], plan.free[self.idx[node]], -1)
                 base[node] = fragmentation(M[node:node + 1], self.k, self.r, self.p)[0]
         return plan
-
-
-BUILTIN["fgd"] = FGD

@@ -92,7 +92,6 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy
-from magnum_lib.replay.policies import BUILTIN
 
 __all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]
 
@@ -127,6 +126,7 @@ class GavelRounds(Policy):
     """
 
     round_s = None      # called at every event; the policy keeps Gavel's round clock
+    oracle = True       # Gavel's simulator knows each job's total steps (its micro-task lengths)
 
     def __init__(self, allocation: str = "fifo", round_s: float = 360.0, reset_interval_s: float = 1920.0,
                  steps_per_s=None, lp=None, solver: str = "auto"):
@@ -418,9 +418,9 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     kernel runs the loop, and calls back here for the LP at allocation resets and for the
     blind policy's type orders (``random.Random(5)``, drawn in the Python form's order).
     """
-    from magnum_lib.replay.api import PolicyError
+    from magnum_lib.replay.api import PolicyError, policy_inputs
 
-    policy.reset(jobs, cluster)
+    policy.reset(*policy_inputs(jobs, cluster, policy))     # the same read-only inputs as the loop
     n, T = len(jobs), len(policy.N)
     speed = jobs.speed if jobs.speed is not None else np.ones((n, T))
     permute = None
@@ -454,9 +454,3 @@ def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 
     except kernel.Stuck as e:
         raise PolicyError(policy.name, f"left {e.waiting} job(s) waiting on an idle cluster with no "
                                        f"arrival or wake-up to come (first: job {e.first})") from None
-
-
-# By name (make_policy, ``faux-magnum replay --policy``): Gavel's own simulator's semantics.
-BUILTIN["gavel-fifo"] = GavelFIFO
-BUILTIN["gavel-rounds"] = lambda **kw: GavelRounds("maxmin", **kw)
-BUILTIN["gavel-rounds-blind"] = lambda **kw: GavelRounds("maxmin-blind", **kw)

@@ -1,7 +1,9 @@
 """What a replay measured: per-job times, utilization over time, and the summary.
 
-JCT = finish - submit. Queueing delay = first start - submit (time before the job
-first ran; a preempted job's later waits count in JCT, not here). Finish-time
+JCT = finish - submit. Queueing delay (``queue_s``, ``avg_queue_s``) = all the time a job
+waited without GPUs: JCT minus the time it held GPUs (``held_s``: its run time plus the
+restores it paid), so the waits after each preemption count, not only the first one.
+``first_wait_s`` (``avg_first_wait_s``) is the wait before the first start alone. Finish-time
 fairness rho = JCT / isolated JCT, the isolated JCT being the job's run time alone on
 its fastest allowed GPU type with no wait (rho >= 1; 1 = as if alone). Utilization =
 busy GPU-time / (GPUs x (last finish - first submit)). GPU fragmentation (shared-GPU
@@ -43,6 +45,7 @@ class ReplayResult:
     wall_s: float = 0.0
     seed: int = 0
     extra: dict = field(default_factory=dict)
+    held_s: np.ndarray | None = None     # time each job held GPUs (run + restores), s
 
     @property
     def jct_s(self) -> np.ndarray:
@@ -50,6 +53,14 @@ class ReplayResult:
 
     @property
     def queue_s(self) -> np.ndarray:
+        """All waiting without GPUs, s: JCT minus the time held (every wait, not only the first)."""
+        if self.held_s is None:
+            raise ValueError("this result has no held_s: the replay must report the time each job held GPUs")
+        return self.jct_s - self.held_s
+
+    @property
+    def first_wait_s(self) -> np.ndarray:
+        """The wait before the first start, s (later waits after preemptions are not in it)."""
         return self.start_s - self.submit_s
 
     @property
@@ -103,6 +114,7 @@ class ReplayResult:
             "median_jct_s": _pct(jct, 50), "p95_jct_s": _pct(jct, 95), "p99_jct_s": _pct(jct, 99),
             "avg_queue_s": float(q.mean()) if q.size else float("nan"),
             "p99_queue_s": _pct(q, 99), "p999_queue_s": _pct(q, 99.9),
+            "avg_first_wait_s": float(self.first_wait_s.mean()) if q.size else float("nan"),
             "makespan_s": self.makespan_s, "utilization": self.utilization(),
             "ftf_rho_max": float(rho.max()) if rho.size else float("nan"),
             "ftf_rho_mean": float(rho.mean()) if rho.size else float("nan"),

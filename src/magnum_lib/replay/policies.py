@@ -34,7 +34,7 @@ from __future__ import annotations
 from magnum_lib.engine.errors import ParameterError, check_choice, excerpt
 from magnum_lib.replay.api import Policy
 
-__all__ = ["FifoStrict", "FifoSkip", "SJF", "SRTF", "TiresiasLAS", "BUILTIN", "make_policy"]
+__all__ = ["FifoStrict", "FifoSkip", "SJF", "SRTF", "TiresiasLAS"]
 
 
 class FifoStrict(Policy):
@@ -87,6 +87,7 @@ class SJF(Policy):
     in arrival order), job for job (tests/test_replay_peers.py).
     """
 
+    oracle = True       # ranks by each job's duration from the trace
     BY = ("duration", "gpus", "gpu_time")
 
     def __init__(self, by: str = "duration", preemptive: bool = False):
@@ -140,6 +141,7 @@ class SRTF(Policy):
     Python loop only (``result.backend == "python"``).
     """
 
+    oracle = True       # ranks by each job's remaining work
     BY = ("time", "gpu_time")
 
     def __init__(self, by: str = "time", ties: str = "id"):
@@ -281,20 +283,3 @@ def _ceil_mul(knob: float, ns: int) -> int:
     """``ceil(knob * ns)`` in float64, exactly as the compiled loop computes it."""
     import math
     return int(math.ceil(knob * ns))
-
-
-BUILTIN = {
-    "fifo-strict": FifoStrict,
-    "fifo-skip": FifoSkip,
-    "sjf": SJF,
-    "srtf": SRTF,
-    "las": TiresiasLAS,
-}
-
-
-def make_policy(name: str, **options) -> Policy:
-    """A built-in policy by name (``sorted(BUILTIN)``), with its options."""
-    from magnum_lib.replay import fairness, fgd, gavel_rounds  # noqa: F401 - they register gavel, ftf, fgd, gavel-*
-
-    check_choice("policy", name, sorted(BUILTIN))
-    return BUILTIN[name](**options)
