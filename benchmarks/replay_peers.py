@@ -1,14 +1,27 @@
 """Run the published Tiresias simulator (SymbioticLab/Tiresias, simulator/) on our inputs.
 
 Nothing of Tiresias is in this repository: :func:`prepare` copies the checkout named by
-``$MAGNUM_TIRESIAS`` (default ``/work/peers/tiresias``), unchanged, into a scratch folder
-(its simulator writes its logs beside itself), then :func:`run_tiresias` runs its
-``run_sim.py`` with ``--scheme=count`` (pooled GPUs) under Python 3, with the one name it
-needs from Python 2 (``sys.maxint``) provided at start-up, and reads its ``job.csv``. Used by benchmarks/bench_replay.py and tests/test_replay_peers.py.
+``$MAGNUM_TIRESIAS`` (default ``/work/peers/tiresias``; ``fetch`` or ``git clone``
+https://github.com/SymbioticLab/Tiresias), unchanged, into a scratch folder (its simulator
+writes its logs beside itself), then :func:`run_tiresias` runs its ``run_sim.py`` with
+``--scheme=count`` (pooled GPUs) and reads its ``job.csv``.
+
+The interpreter is Python 2.7, as Tiresias' README requires: ``run_sim.py`` has no
+``from __future__ import division``, so its demotion wake-up ``(limit - executed_time) /
+num_gpu`` is integer floor division there (under Python 3 it is true division, and the
+finish times of ``dlas-gpu`` move). :func:`python27` finds it (``$MAGNUM_TIRESIAS_PYTHON``,
+else pyenv's 2.7, else ``python2.7`` on the PATH). Tiresias' ``jobs.py`` imports numpy and
+never uses it; when the 2.7 interpreter has no numpy, an empty stand-in module is put on
+its ``PYTHONPATH`` (:func:`_numpy_stub`). ``python3=True`` runs the same program under this
+interpreter instead (``sys.maxint`` provided at start-up), only to show what changes.
+Used by benchmarks/bench_replay.py and tests/test_replay_peers.py; ``python
+benchmarks/replay_peers.py`` prints how many configurations agree job for job.
 """
 from __future__ import annotations
 
 import csv
+import functools
+import glob
 import json
 import os
 import shutil
@@ -24,8 +37,39 @@ SCHEDULES = {"fifo-strict": "fifo", "fifo-skip": "fjf", "srtf": "shortest", "las
              "sjf-gpus-preemptive": "sjf", "srtf-gpu-time": "shortest-gpu"}
 
 
+@functools.lru_cache(maxsize=1)
+def python27() -> str | None:
+    """A Python 2.7 interpreter (path), or None: ``$MAGNUM_TIRESIAS_PYTHON`` if set, else
+    the first of pyenv's ``versions/2.7*/bin/python`` and ``python2.7`` that runs and says 2.7."""
+    env = os.environ.get("MAGNUM_TIRESIAS_PYTHON")
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    cands = [env] if env else sorted(glob.glob(os.path.join(root, "versions", "2.7*", "bin", "python")),
+                                     reverse=True) + [shutil.which("python2.7")]
+    for c in cands:
+        if not c:
+            continue
+        try:
+            out = subprocess.run([c, "-c", "import sys; print(sys.version_info[:2] == (2, 7))"],
+                                 capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0 and out.stdout.strip() == "True":
+            return c
+    return None
+
+
 def available() -> bool:
-    return (TIRESIAS / "simulator" / "run_sim.py").is_file()
+    """Tiresias' checkout and a Python 2.7 to run it are both here."""
+    return (TIRESIAS / "simulator" / "run_sim.py").is_file() and python27() is not None
+
+
+def missing() -> str:
+    """One line: why the Tiresias peer cannot run here ("" when it can)."""
+    if not (TIRESIAS / "simulator" / "run_sim.py").is_file():
+        return f"Tiresias checkout not found at {TIRESIAS} (set MAGNUM_TIRESIAS to SymbioticLab/Tiresias)"
+    if python27() is None:
+        return "no Python 2.7 found (Tiresias requires it; set MAGNUM_TIRESIAS_PYTHON or install pyenv 2.7.18)"
+    return ""
 
 
 def prepare(workdir) -> Path:
@@ -36,9 +80,35 @@ def prepare(workdir) -> Path:
     return dst
 
 
-# Python 2's sys.maxint, which the simulator reads, is sys.maxsize in Python 3.
-_PY2_SHIM = "import runpy, sys; sys.maxint = sys.maxsize; sys.argv = sys.argv[1:]; " \
-            "runpy.run_path(sys.argv[0], run_name='__main__')"
+def _numpy_stub(sim: Path) -> str | None:
+    """A folder holding an empty ``numpy`` package for Python 2.7 when its own has none
+    (Tiresias' ``jobs.py`` does ``import numpy`` and uses nothing from it), else None."""
+    has = subprocess.run([python27(), "-c", "import numpy"], capture_output=True).returncode == 0
+    if has:
+        return None
+    stub = sim.parent / "py27_numpy_stub"
+    (stub / "numpy").mkdir(parents=True, exist_ok=True)
+    (stub / "numpy" / "__init__.py").write_text(
+        '"""Empty stand-in: Tiresias imports numpy and never uses it."""\n')
+    return str(stub)
+
+
+# Started before run_sim.py (runpy, as ``python run_sim.py ...`` would): optionally
+# Python 2's sys.maxint under Python 3, and optionally other LAS thresholds. Tiresias'
+# thresholds are the constants _TFJobs.__init__ sets (queue_limit [3250, 7200, 18000],
+# 3 queues); for other thresholds the launcher sets those same three attributes on the
+# JOBS object before run_sim.py runs (its files stay unchanged). Valid Python 2 and 3.
+_LAUNCH = (
+    "import runpy, sys, json\n"
+    "if not hasattr(sys, 'maxint'): sys.maxint = sys.maxsize\n"
+    "limits = json.loads(sys.argv[1])\n"
+    "if limits is not None:\n"
+    "    import jobs\n"
+    "    jobs.JOBS.queue_limit = limits + [sys.maxint]\n"
+    "    jobs.JOBS.num_queue = len(limits) + 1\n"
+    "    jobs.JOBS.queues = [list() for _ in range(len(limits) + 1)]\n"
+    "sys.argv = sys.argv[2:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
 def write_trace(path, jobs) -> None:
@@ -52,8 +122,26 @@ def write_trace(path, jobs) -> None:
             w.writerow([i, g, s, 1, "vgg19", d, 0])
 
 
-def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, tag: str = "run"):
-    """Run Tiresias on ``jobs``; returns ``(finish_s array by job id, preemptions, wall s)``."""
+# Tiresias' dlas-gpu with starvation avoidance: its schedule names for solve_starvation K.
+LAS_KNOBS = {0: "dlas-gpu", 0.5: "dlas-gpu-05", 1: "dlas-gpu-1", 2: "dlas-gpu-2", 4: "dlas-gpu-4",
+             8: "dlas-gpu-8", 10: "dlas-gpu-10", 100: "dlas-gpu-100", 1000: "dlas-gpu-1000"}
+
+
+def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, tag: str = "run",
+                 thresholds_gpu_s=None, promote_knob: float = 0, python3: bool = False):
+    """Run Tiresias on ``jobs`` under Python 2.7; returns ``(finish_s array by job id,
+    preemptions, wall s)``. For ``policy="las"``: ``thresholds_gpu_s`` (whole GPU-seconds,
+    increasing) instead of Tiresias' 3250, 7200, and ``promote_knob`` (its
+    ``solve_starvation``, one of :data:`LAS_KNOBS`). ``python3``: run under this
+    interpreter instead (not the published program's arithmetic)."""
+    if thresholds_gpu_s is not None:
+        thresholds_gpu_s = [int(x) for x in thresholds_gpu_s]
+    schedule = SCHEDULES[policy]
+    if policy == "las":
+        if promote_knob not in LAS_KNOBS:
+            raise ValueError(f"Tiresias has no dlas-gpu schedule for promote_knob {promote_knob}; "
+                             f"it has {sorted(LAS_KNOBS)}")
+        schedule = LAS_KNOBS[promote_knob]
     trace = sim / f"{tag}.csv"
     spec = sim / f"{tag}_spec.csv"
     write_trace(trace, jobs)
@@ -61,11 +149,21 @@ def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, t
                     f"1,{nodes},{gpus_per_node},64,256\n")
     out = sim / f"{tag}_{policy}"
     shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ)
+    if python3:
+        python = sys.executable
+    else:
+        python = python27()
+        if python is None:
+            raise RuntimeError(missing())
+        env.pop("PYTHONHOME", None)
+        stub = _numpy_stub(sim)
+        env["PYTHONPATH"] = stub or ""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", _PY2_SHIM, "run_sim.py", f"--cluster_spec={spec.name}", "--scheme=count",
-                    f"--trace_file={trace.name}", f"--schedule={SCHEDULES[policy]}",
-                    f"--log_path={out.name}"], cwd=sim, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([python, "-c", _LAUNCH, json.dumps(thresholds_gpu_s), "run_sim.py",
+                    f"--cluster_spec={spec.name}", "--scheme=count", f"--trace_file={trace.name}",
+                    f"--schedule={schedule}", f"--log_path={out.name}"],
+                   cwd=sim, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     finish = np.full(len(jobs), np.nan)
     pre = 0
@@ -74,6 +172,72 @@ def run_tiresias(sim: Path, jobs, nodes: int, gpus_per_node: int, policy: str, t
             finish[int(row["job_id"])] = float(row["end_time"])
             pre += int(row["preempt"])
     return finish, pre, wall
+
+
+def our_policy(policy: str, thresholds_gpu_s=None, promote_knob: float = 0):
+    """Our twin of Tiresias' schedule for ``policy`` (see magnum_lib.replay's docstring)."""
+    from magnum_lib.replay.policies import SJF, SRTF, TiresiasLAS
+
+    if policy == "las":
+        return TiresiasLAS(thresholds_gpu_s or (3250.0, 7200.0), promote_knob, tiresias_jump=True)
+    if policy == "sjf-gpus-preemptive":
+        return SJF("gpus", preemptive=True)
+    if policy == "srtf-gpu-time":
+        return SRTF("gpu_time", ties="previous")
+    return policy
+
+
+# The agreement sweep: every Tiresias schedule we twin, on Tiresias' 60 jobs and a Philly
+# VC slice, and LAS under several thresholds (the default ones preempt nothing on the 60
+# jobs) and starvation knobs. Each entry: (trace, nodes of 4 GPUs, policy, thresholds, knob).
+SWEEP_LAS_THRESHOLDS = [None, (500,), (300, 1200), (60, 600, 3600)]
+SWEEP_LAS_KNOBS = [0, 1, 2]
+SWEEP_CLUSTERS = [("t60", 2), ("t60", 4), ("vc150", 2), ("vc150", 4)]
+
+
+def sweep_configs(full_vc: bool = False):
+    """The sweep's configurations; ``full_vc`` adds the whole VC on 9 x 4 GPUs (the
+    bench_replay.py input, ~6 s per Tiresias run)."""
+    clusters = SWEEP_CLUSTERS + ([("vc", 9)] if full_vc else [])
+    out = []
+    for trace, nodes in clusters:
+        for pol in ("fifo-strict", "fifo-skip", "srtf", "sjf-gpus-preemptive", "srtf-gpu-time"):
+            out.append((trace, nodes, pol, None, 0))
+        for th in SWEEP_LAS_THRESHOLDS:
+            for k in SWEEP_LAS_KNOBS:
+                out.append((trace, nodes, "las", th, k))
+    return out
+
+
+def sweep_jobs(trace: str):
+    """The sweep's inputs: Tiresias' 60 jobs, or Philly VC 0e4a51 (>= 60 s, 1-8 GPUs),
+    its first 150 jobs (``vc150``) or all (``vc``)."""
+    from magnum_lib.replay import traces
+
+    if trace == "t60":
+        return traces.tiresias_jobs()
+    vc = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4, 8])
+    return vc.subset(slice(0, 150)) if trace == "vc150" else vc
+
+
+def agreement(sim: Path, configs, python3: bool = False, backend: str = "compiled"):
+    """For each configuration, Tiresias (Python 2.7, or 3 with ``python3``) against our
+    replay: one dict per configuration with ``same_jobs`` (finish times equal), ``jobs``,
+    both preemption totals, and ``agree`` (every finish time and the preemption total)."""
+    from magnum_lib.replay import ReplayCluster, replay
+
+    rows, cache = [], {}
+    for trace, nodes, pol, th, k in configs:
+        jobs = cache.setdefault(trace, sweep_jobs(trace))
+        theirs, pre, _ = run_tiresias(sim, jobs, nodes, 4, pol, "sweep", th, k, python3=python3)
+        ours = replay(jobs, ReplayCluster.uniform(nodes, 4), our_policy(pol, th, k), backend=backend,
+                      progress=False)
+        same = int(np.sum(ours.finish_s == theirs))
+        rows.append({"trace": trace, "nodes": nodes, "policy": pol, "thresholds_gpu_s": th,
+                     "promote_knob": k, "same_jobs": same, "jobs": len(jobs),
+                     "ours_preemptions": int(ours.preemptions.sum()), "tiresias_preemptions": pre,
+                     "agree": same == len(jobs) and int(ours.preemptions.sum()) == pre})
+    return rows
 
 
 # ----------------------------------------------------------------------------- Gavel
@@ -402,3 +566,34 @@ def gavel_hetero_jobs(n: int, jobs_per_hour: float, seed: int, gpus_by_type=GAVE
     jobs = make_jobs(np.round(raw.submit_s), steps / thr[:, 0], raw.num_gpus, speed=thr / thr[:, :1],
                      model=models, name=raw.name)
     return jobs, thr
+
+
+def main():
+    """Print the agreement sweep against Tiresias as one JSON object (see :func:`agreement`)."""
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description="Job-for-job agreement with Tiresias' simulator")
+    ap.add_argument("--python3", action="store_true", help="run Tiresias under this Python 3 (not as published)")
+    ap.add_argument("--full-vc", action="store_true", help="also the whole VC on 9x4 GPUs (slow)")
+    ap.add_argument("--backend", default="compiled", choices=["compiled", "python"])
+    args = ap.parse_args()
+    if not available():
+        print(json.dumps({"measured": False, "why": missing()}))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = agreement(prepare(tmp), sweep_configs(args.full_vc), args.python3, args.backend)
+    by = {}
+    for r in rows:
+        key = "las" if r["policy"] == "las" else "other"
+        a, n = by.get(key, (0, 0))
+        by[key] = (a + r["agree"], n + 1)
+    print(json.dumps({"measured": True, "tiresias_python": sys.executable if args.python3 else python27(),
+                      "ours_backend": args.backend, "agree": sum(r["agree"] for r in rows), "configs": len(rows),
+                      "las_agree": list(by.get("las", (0, 0))), "other_agree": list(by.get("other", (0, 0))),
+                      "disagree": [r for r in rows if not r["agree"]]}))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    main()

@@ -442,8 +442,14 @@ cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
         for k in range(c.nrun):
             j = c.run[k]
             if c.q[j] < c.nlim:
-                x = t + (c.lim[c.q[j]] - (c.att[j] - c.base[j]) + c.gpus[j] * NS_S - 1) \
-                    // (c.gpus[j] * NS_S) * NS_S
+                # Tiresias' wake-up under Python 2.7 (policies._tiresias_jump_s): an
+                # integer limit floors (Cython's // floors as Python's), a float one is
+                # divided truly and rounded up.
+                left = c.lim[c.q[j]] - (c.att[j] - c.base[j])
+                if c.lim[c.q[j]] % NS_S == 0:
+                    x = t + left // (c.gpus[j] * NS_S) * NS_S
+                else:
+                    x = t + (left + c.gpus[j] * NS_S - 1) // (c.gpus[j] * NS_S) * NS_S
                 if x > t and (w < 0 or x < w):
                     w = x
     if c.knob > 0:

@@ -192,11 +192,18 @@ class TiresiasLAS(Policy):
       off as in ``dlas-gpu``): a waiting job in queue > 0 that has run since its last
       promotion returns to the end of queue 0 once its accumulated waiting time
       reaches ``promote_knob`` x its run time since that promotion; both reset then.
-    * Tiresias' simulator wakes for the next demotion at ``now + ceil((limit -
-      executed_s) / gpus)`` seconds, with the run time in seconds where GPU-seconds are
-      meant, so multi-GPU jobs are demoted later than their threshold (at the first event
-      after it). By default we wake exactly at the threshold; ``tiresias_jump=True``
-      reproduces their formula (times in whole seconds), for job-for-job agreement.
+    * Tiresias' simulator wakes for the next demotion at ``now + int(math.ceil((limit -
+      executed_time) / num_gpu))`` seconds, with the run time in seconds where GPU-seconds
+      are meant, so multi-GPU jobs are demoted later than their threshold (at the first
+      event after it). By default we wake exactly at the threshold; ``tiresias_jump=True``
+      follows the published program, for job-for-job agreement: its README requires
+      Python 2.7 and ``run_sim.py`` has no ``from __future__ import division``, so on its
+      integers (whole-second ``executed_time``, integer limits and GPU counts) ``/`` is
+      floor division and ``math.ceil`` changes nothing: the wake-up is ``now + floor((limit
+      - executed_s) / gpus)`` whole seconds (e.g. threshold 500, 8 GPUs, 10 s run: 61 s
+      later, not 62; a non-whole threshold would be a float there: true division, rounded
+      up). Times are whole seconds, as in Tiresias. A wake-up that lands on ``now`` (floor 0; Tiresias' loop would not
+      advance there) is dropped: the job is checked at the next event.
     """
 
     name = "las"
@@ -266,7 +273,9 @@ class TiresiasLAS(Policy):
             if self.q[i] < len(limits):
                 ran = j.attained_ns - self.base[i]
                 if self.tiresias_jump:      # their formula: run seconds, not GPU-seconds
-                    plan.wake_at_ns(now + -(-(limits[self.q[i]] - ran) // (j.num_gpus * 10**9)) * 10**9)
+                    wake = now + _tiresias_jump_s(limits[self.q[i]], ran, j.num_gpus) * 10**9
+                    if wake > now:
+                        plan.wake_at_ns(wake)
                 else:
                     left = limits[self.q[i]] - ran * j.num_gpus
                     plan.wake_at_ns(now + -(-left // j.num_gpus))
@@ -277,6 +286,15 @@ class TiresiasLAS(Policy):
                 if i not in kept and self.q[i] > 0 and ran > 0:
                     plan.wake_at_ns(now + max(_ceil_mul(knob, ran) - self.starve[i], 1))
         return plan
+
+
+def _tiresias_jump_s(limit_ns: int, ran_ns: int, gpus: int) -> int:
+    """Whole seconds to Tiresias' next demotion check, as Python 2.7 computes
+    ``int(math.ceil((limit - executed_time) / num_gpu))``: on integers (its limits are
+    integer constants) ``/`` floors and the ceil does nothing; a non-integer limit (a float
+    there) divides truly and is rounded up."""
+    left, per = limit_ns - ran_ns, gpus * 10**9
+    return left // per if limit_ns % 10**9 == 0 else -(-left // per)
 
 
 def _ceil_mul(knob: float, ns: int) -> int:
