@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from magnum_lib.checks._timing import fastest
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import REFUTED, REPRODUCED, Verdict
 from magnum_lib.engine import simulate_queue, theory
@@ -72,6 +73,7 @@ ARTICLE_DECISIONS_PER_NODE_S = 1e12 / 86_400 / (600_000 / 8)
 
 def _time_full_scan_s(nodes: int, decisions: int) -> float:
     """Seconds per decision of the kit's least-loaded placement (it scans every node)."""
+    kernels = fastest("magnum_lib.regional._validator", "magnum_lib.regional.validator_ref")
     state = NodeState.uniform(nodes, "h100_sxm", 8)
     view = StaleView(state, 0)
     view.refresh(0, force=True)
@@ -82,7 +84,7 @@ def _time_full_scan_s(nodes: int, decisions: int) -> float:
     best = np.inf
     for _ in range(2):   # best of two: other processes on the machine only slow it down
         t0 = time.perf_counter()
-        sched.place_arrays(*args)
+        sched.place_arrays(*args, module=kernels)
         best = min(best, time.perf_counter() - t0)
     return best / decisions
 
