@@ -216,7 +216,7 @@ cdef class Core:
     cdef int64_t c_dec_ns, c_node_ns, c_val_ns, quantum_ns, policy, view_mode, preempt
     cdef int64_t micro_ns, hedge_milli, node_queue, lease_ns, max_attempts, gossip_ns, ring_m
     cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, scan_limit, piggyback, seed, part_start_ns, part_end_ns
-    cdef int64_t n_rank, resume_ns
+    cdef int64_t n_rank, resume_ns, part_leases
     cdef uint64_t rng
     cdef Heap heap
     cdef Lane* lanes          # n_sched lease lanes, then the refusal lane
@@ -276,7 +276,7 @@ cdef class Core:
          self.view_mode, self.preempt, self.micro_ns, self.hedge_milli, self.node_queue, self.lease_ns,
          self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
          self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns,
-         self.n_rank, self.resume_ns) = vals
+         self.n_rank, self.resume_ns, self.part_leases) = vals
         for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight",
                      "view_busy", "view_train", "view_time", "view_ver", "snap_busy", "snap_train", "lag", "part", "own",
                      "own_tick", "nq_head", "nq_tail", "nq_len", "slot_off", "slot_copy", "slot_rank", "arr", "cls",
@@ -810,7 +810,16 @@ cdef class Core:
         self._start_copy(2 * r, i, t, borrowed, slot)
 
     cdef void _lease(self, int64_t r, int64_t ta) noexcept nogil:
-        cdef int64_t i
+        cdef int64_t i = self.node[r], t_back
+        if self.part_leases and self.part_start_ns <= ta < self.part_end_ns and self.part[i]:
+            # a true partition: the lease is lost; its scheduler retries when it expires
+            if self.view_mode == VIEW_FRESH:
+                self.inflight[i] -= 1
+            self.cnt[K_EXPIRED] += 1
+            t_back = self.expiry[r] if self.expiry[r] > ta else ta
+            self._trace(r, t_back, TR_REFUSED, i)
+            self._push(t_back, r, EV_RETRY)
+            return
         self._lease_decide(r, ta)
         if self.piggyback and self.view_mode != VIEW_FRESH:
             i = self.node[r]

@@ -124,6 +124,10 @@ class SimConfig:
     partition_start_s: float = -1.0
     partition_s: float = 0.0
     partition_fraction: float = 0.0
+    # False: the partition cuts gossip only (the cut-off nodes' view entries freeze; leases still
+    # reach them). True: a true partition, both channels: a lease sent to a cut-off node is lost
+    # and its scheduler retries when the lease expires (lease_timeout_s)
+    partition_leases: bool = False
     # node
     preempt: str = "checkpoint"  # none, kill (evict at once, lose work), checkpoint, micro
     micro_preempt_s: float = 20e-6  # pausing the running kernel at a boundary (C20), paid by the device
@@ -232,7 +236,7 @@ def check_config(cfg: SimConfig) -> SimConfig:
             raise ParameterError(name, f"must be a finite number, got {excerpt(v)}")
         if not lo <= v <= hi:
             raise ParameterError(name, f"must be in [{lo:g}, {hi:g}], got {v!r}")
-    for name in ("hetero_aware", "pre_reserve", "piggyback"):
+    for name in ("hetero_aware", "pre_reserve", "piggyback", "partition_leases"):
         if not isinstance(getattr(cfg, name), bool):
             raise ParameterError(name, f"must be True or False, got {excerpt(getattr(cfg, name))}")
     if cfg.load == 0 and cfg.rate == 0:

@@ -134,7 +134,7 @@ PARAMS = ("n_nodes", "n_req", "n_types", "n_cls", "n_sched", "round_ns", "rtt_ha
           "c_dec_ns", "c_node_ns", "c_val_ns", "quantum_ns", "policy", "view_mode", "preempt",
           "micro_ns", "hedge_milli", "node_queue", "lease_ns", "max_attempts", "gossip_ns", "ring_m",
           "trace_id", "ckpt_interval_ns", "train_prio", "draws", "scan_limit", "piggyback", "seed", "part_start_ns", "part_end_ns",
-          "n_rank", "resume_ns")
+          "n_rank", "resume_ns", "part_leases")
 
 
 def xorshift(state: int) -> int:
@@ -528,7 +528,21 @@ class Core:
         self._start_copy(2 * r, i, t, borrowed, slot)
 
     def _lease(self, r, ta):
-        """A lease reaches its node; the reply carries the node's state back (``piggyback``)."""
+        """A lease reaches its node; the reply carries the node's state back (``piggyback``).
+
+        In a true partition (``part_leases``) a lease to a cut-off node is lost instead: no
+        validation, no reply; its scheduler retries when the lease expires (counted expired).
+        """
+        A = self.A
+        i = int(A["node"][r])
+        if self.part_leases and self.part_start_ns <= ta < self.part_end_ns and A["part"][i]:
+            if self.view_mode == VIEW_FRESH:
+                A["inflight"][i] -= 1
+            A["cnt"][K_EXPIRED] += 1
+            t_back = max(int(A["expiry"][r]), ta)
+            self._trace(r, t_back, TR_REFUSED, i)
+            self._push(t_back, r, EV_RETRY)
+            return
         self._lease_decide(r, ta)
         if self.piggyback and self.view_mode != VIEW_FRESH:
             A = self.A

@@ -500,7 +500,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
              draws=cfg.draws, scan_limit=cfg.scan_limit, piggyback=int(cfg.piggyback), seed=int(rng.integers(2**62)),
              part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
              part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1,
-             n_rank=NR, resume_ns=_ns(cfg.micro_resume_s))
+             n_rank=NR, resume_ns=_ns(cfg.micro_resume_s), part_leases=int(cfg.partition_leases))
     params = [P[k] for k in K.PARAMS]
     A["lag"][:] = rng.choice(lag_dist, size=n)
     core = core_module(backend).Core(A, np.array(params, dtype=np.int64))

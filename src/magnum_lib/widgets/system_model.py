@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from magnum_lib.checks.system import per_node_lock_knobs
 from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.regional import hashing
 from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, make_config, run_config, simulate
@@ -95,14 +96,14 @@ def decision_ms(result: dict) -> float | None:
 
 
 def budget(result: dict) -> dict:
-    """The decision latency's parts: ``{component: {"mean": ms, "p95": ms}}`` plus ``"total"``.
+    """The decision latency's parts: ``{component: {"mean": ms, "p95": ms, "p999": ms}}`` plus ``"total"``.
 
     The component means add up to the mean decision latency (every nanosecond between
     arrival and device start is charged to exactly one part); percentiles do not add.
     """
     d = result["decision_latency_ms"]
-    out = {k: {"mean": v["mean"], "p95": v["p95"]} for k, v in d["breakdown"].items()}
-    out["total"] = {"mean": d["mean"], "p95": d["p95"]}
+    out = {k: {"mean": v["mean"], "p95": v["p95"], "p999": v["p999"]} for k, v in d["breakdown"].items()}
+    out["total"] = {"mean": d["mean"], "p95": d["p95"], "p999": d["p999"]}
     return out
 
 
@@ -208,7 +209,8 @@ def seed_spread(scenario: SystemScenario, seeds=range(1, 6), q: str = "p95",
 
 def _row(label: str, r: dict, **extra) -> dict:
     d = r["decision_latency_ms"]
-    return {"mode": label, **extra, "p50_ms": d["p50"], "p95_ms": d["p95"], "p99_ms": d["p99"],
+    return {"mode": label, **extra, "mean_ms": d["mean"], "p50_ms": d["p50"], "p95_ms": d["p95"], "p99_ms": d["p99"],
+            "p999_ms": d["p999"],
             "lease_failure_rate": r["lease_failure_rate"], "started": r["requests"]["started"],
             "requests": r["requests"]["total"], "sla_attainment": r["sla_attainment"],
             "energy_per_request_j": r["energy_per_request_j"], "leases": r["leases"],
@@ -225,13 +227,18 @@ def leases_vs_locks(schedulers=(1, 2, 4, 8, 16), rate_per_scheduler: float = 150
     """Grow the region with its schedulers: k schedulers, 16 k nodes, k x ``rate_per_scheduler`` requests/s.
 
     Leases: magnum_v2's k schedulers on gossip views, conflicts refused by the nodes and
-    retried. Locks: the same traffic through one lock (:func:`lock_knobs`). Rows for both.
+    retried. Node locks: the same k schedulers, each locking the node it picked before it
+    dispatches (:func:`magnum_lib.checks.system.per_node_lock_knobs`: one more RTT per
+    request, the node's truth, no refusal). Locks: the same traffic through one lock over the
+    region (:func:`lock_knobs`). One row per mode and k.
     """
     rows = []
     for k in schedulers:
         common = dict(cluster="classroom", duration_s=duration_s, seed=seed, nodes_per_cell=nodes_per_scheduler // 2 * k,
                       rate=rate_per_scheduler * k, backend=backend)
         rows.append(_row("leases", simulate("magnum_v2", schedulers=k, **common), schedulers=k))
+        rows.append(_row("node locks", simulate("magnum_v2", schedulers=k, **per_node_lock_knobs(), **common),
+                         schedulers=k))
         rows.append(_row("locks", simulate("magnum_v2", **lock_knobs(), **common), schedulers=k))
     return rows
 
@@ -242,6 +249,15 @@ def lock_capacity_per_s(rtt_s: float = 100e-6, c_decision_s: float = DEFAULT_C_D
 
 
 # --- principle 2: one cost model ---------------------------------------------------------
+
+def service_times_ms(preset: str = "magnum_v2", cluster: str = "classroom") -> dict:
+    """Mean service time (ms) of each request class on each device type, from the catalog's
+    roofline as the simulator computes it (``{class: {type: ms}}``; inf: not eligible)."""
+    _, runs = run_config(make_config(preset, cluster, duration_s=1e-3), keep=True)
+    run = runs[0]
+    return {c.name: {k: float(run.times[i, j] * 1e3) for j, k in enumerate(run.type_keys)}
+            for i, c in enumerate(run.cfg.classes)}
+
 
 def cost_model_vs_one_size(duration_s: float = 0.3, seed: int = 0, load: float = 0.8,
                            backend: str | None = None) -> dict:
