@@ -16,14 +16,14 @@ check with its defaults and under each of its perturbations.
 from __future__ import annotations
 
 from magnum_lib import claims
-from magnum_lib.checks import welcome
+from magnum_lib.checks import evolution, welcome
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import Verdict
 from magnum_lib.engine.errors import ParameterError
 
 # Explicit registration: a module is in the registry because it is named here, not because
 # something happened to import it. Add a topic module's CHECKS to this tuple.
-_MODULES = (welcome,)
+_MODULES = (welcome, evolution)
 
 REGISTRY: dict[str, ClaimCheck] = {}
 for _module in _MODULES:
