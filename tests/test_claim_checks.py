@@ -17,7 +17,7 @@ from magnum_lib.engine.errors import ParameterError
 # Claims whose check is not written yet (issue 19 stays open while this is not empty). Each
 # must still say "TODO" and have no check, so the set can only shrink: a claim that gets its
 # check and verdict fails here until it is removed from the set.
-PENDING = {"C1", "C2", "C17", "C25", "C26", "C39", "C40", "C41", "C42", "C43", "C44", "C49", "C50"}
+PENDING: set[str] = set()
 COMPILED = magnum_lib.backend() == "compiled"
 TESTABLE = [c.id for c in claims.all_claims() if c.verdict != NOT_TESTABLE]
 PERTURBED = [(cid, i) for cid in sorted(checks.REGISTRY, key=lambda s: int(s[1:]))

@@ -1,5 +1,7 @@
-# Virtual nodes even out the ring, not the work (a class 25x slower on one device type still
-# lands on the nodes its hash names). Look at the load instead: the less loaded of two nodes
-# (two choices) is still no scan. The cost: two probes per request over the network instead of
-# none, and the "same key, same node" locality that hashing gave (caches, warm graphs) is lost.
-ex3_knobs = {"policy": "two-choices"}
+# Two imbalances, two fixes, and the placement stays a hash (no probes, same key -> same node).
+# Virtual nodes even out the ring's arcs; a type-aware ring (hetero_aware: each class hashes only
+# over the device types that meet its SLA) evens out the work: a class 25x slower on an MTIA no
+# longer lands on the MTIA its key names. Either alone leaves a tail. The cost: 64 ring points per
+# node (a larger ring to keep consistent as nodes come and go), one ring per class's type set,
+# and the cost model (roofline times per class and type) kept up to date.
+ex3_knobs = {"hetero_aware": True, "ring_vnodes": 64}

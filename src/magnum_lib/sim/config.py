@@ -171,7 +171,9 @@ CLUSTERS = {
 EVOLUTION = ("borg_like", "borg_plus", "cheetah", "magnum_v1", "magnum_v2")
 PRESETS = {
     # 2013: one central scheduler per cell, scanning every node of its cell per decision,
-    # with a fresh view (it owns the state), no preemption, no node dispatcher.
+    # with a fresh view (it owns the state), no preemption, no node dispatcher. Real Borg
+    # does not scan every node: score caching, equivalence classes and relaxed randomization
+    # (Verma et al., EuroSys 2015; see magnum_lib.sim.evolution). This is the full scan's cost.
     "borg_like": dict(scope="cell", policy="scan", view="fresh", preempt="none", round_s=1e-6,
                       c_node_s=400e-9, c_decision_s=5e-6, digest_interval_s=0.0, max_attempts=10_000),
     # 2016: + priority preemption of training. Borg preempts by killing the victim (it is

@@ -35,29 +35,46 @@ two-choices placement. v1's planner is heterogeneity-blind like its schedulers (
 type); v2's asks, like v2's pools, for the types meeting each class's SLA. Which assumptions give the article's
 figure, step by step:
 
-* borg_like, ~1 s: **given by saturation**, not by a per-decision cost. A cell scheduler
-  does at most 1 / (5 us + 1,250 x 400 ns) ~ 2,000 decisions/s; at the region's traffic
-  it falls behind at once, and the median wait is about half the elapsed time. Over a
-  1-2 s window that is "about a second"; over a minute it is tens of seconds. A stable
-  1 s would need a per-node cost of ~0.8 ms (implausible) or a far lower rate.
-* borg_plus, ~200 ms: **not reproduced.** Preemption frees devices held by training but
-  does nothing for a saturated central scanner, so latency stays where borg_like is. The
-  article's 200 ms would need a 5x faster scan (c_node ~ 80 ns), which is a different
-  change than preemption.
+* borg_like, ~1 s: **set by an input, the run length** (``checks.run("C39")``), not by a
+  per-decision cost. A cell scheduler does at most 1 / (5 us + 1,250 x 400 ns) ~ 2,000
+  decisions/s; at the region's traffic it falls behind at once, and its p95 is about 0.9x
+  the elapsed time. Over a 1 s run that is "about a second"; over a minute it is tens of
+  seconds. A stable 1 s would need a per-node cost of ~0.8 ms (implausible) or a far lower rate.
+* borg_plus, ~200 ms: **not reproduced** (``checks.run("C40")``). Preemption frees devices
+  held by training but does nothing for a saturated central scanner: its p95 equals
+  borg_like's, run for run. A 5x faster scan (c_node 80 ns) gives a p95 near 240 ms on one
+  cell over 0.3 s, but over the 13% of requests that started: still saturated. A scan that
+  keeps up (under ~6.5 ns per node at load 0.3 on one cell) has a p95 under 1 ms. No scan
+  speed gives a *steady* 200 ms except one tuned to the edge of saturation.
+
+What ``borg_like`` models, and what real Borg (Verma et al., "Large-scale cluster management
+at Google with Borg", EuroSys 2015, section 3.4) does that it does not: the preset scores
+every node of its cell for every request (400 ns per node, ours). Borg caches scores until
+a machine or task changes (*score caching*), scores once per group of tasks with identical
+requirements (*equivalence classes*), and examines machines in random order only until it
+has enough feasible candidates (*relaxed randomization*). The preset is Borg without those
+three: a model of the cost of a full central scan, which is the article's story, not of
+Borg's measured latency.
 * cheetah, p95 50 ms: the **cause is reproduced** (p95 set by imbalance: the same preset
   with two-choices placement has a p95 of 0.09 ms; with one ring point per node the
   arc shares are exponential, so at load 0.3 the nodes owning arcs > 3.3x the mean,
   about e^-3.3 = 4 % of nodes, are overloaded and their queues grow). The **figure is
   not**: ours is ~200 ms and grows with the run; 50 ms needs many virtual nodes
-  or a lower load (``ring_vnodes``, ``load``).
+  or a lower load (``ring_vnodes``, ``load``). Its p95 grows with the run (12.5, 38.3,
+  125.7, 247.6 ms after 0.15, 0.3, 0.6, 1 s on one cell): the figure is **set by an input,
+  the run length** (``checks.run("C41")``).
 * magnum_v1, 15 ms: **not reproduced**: p50 1.95 ms (half a 3.7 ms round), p95 3.6 ms,
   p99 3.7 ms, with or without the planner's hints (3.59 ms with, 3.61 ms without). Gossip
   entries carry a version, so a stale snapshot never undoes what a lease reply told the
   scheduler, and refusals stay rare; an earlier model without versions gave 69 ms. The
   hints steer v1's random draws away from nodes held by training: refused leases 0.18%
   without, 0.0025% with, and 1% less energy per request. v1's 15 ms would need stale views
-  that undo lease replies (no versions), much higher load, or a slower round.
-* magnum_v2, 3.7 ms: **reproduced at p95** (3.72 ms), by C25's round period: a request waits on
+  that undo lease replies (no versions), much higher load, or a slower round: its p95 is
+  0.95 x round + 0.07 ms for rounds of 0.5-10 ms, so a 15.7 ms round gives 15 ms, an input
+  (``checks.run("C42")``). The v1 -> v2 step shows in the mean and the p99.9 (one cell, 0.3 s:
+  mean 5.56 -> 2.05 ms, p99.9 2.56 s -> 3.99 ms: v1's checkpointed preemptions), not the p95.
+* magnum_v2, 3.7 ms: **set by an input, the round period** (``checks.run("C43")``): p95 3.72 ms
+  with C25's round, 0.95 x round + 0.25 ms for every round of 0.5-10 ms. A request waits on
   average half a round (1.85 ms), at most one round (3.7 ms), plus RTT (0.1 ms) and the
   250 us quantum; micro-preemption (20 us) and cost-model placement keep retries and
   slow devices out of the tail. The figure follows from the round period, not from
