@@ -16,8 +16,7 @@ check with its defaults and under each of its perturbations.
 from __future__ import annotations
 
 from magnum_lib import claims
-from magnum_lib.checks import (bouncer, conductor, evolution, future, gossip, hetero, kubernetes, oracle, system,
-                               welcome)
+from magnum_lib.checks import bouncer, conductor, evolution, future, gossip, hetero, kubernetes, oracle, system, welcome
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import Verdict
 from magnum_lib.engine.errors import ParameterError
