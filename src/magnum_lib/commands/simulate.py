@@ -14,7 +14,7 @@ from magnum_lib.commands._common import Duration, Float, Int, print_table
 from magnum_lib.engine.errors import ParameterError
 
 _SKIP = {"classes", "mix"}
-_BOOLS = {"hetero_aware", "pre_reserve", "piggyback"}
+_BOOLS = {"hetero_aware", "pre_reserve", "piggyback", "partition_leases"}
 _CHOICE_FIELDS = {"scope", "policy", "view", "preempt", "service", "clock"}
 
 
