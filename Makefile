@@ -16,13 +16,14 @@ BUILD_LOG := build/build.log
 LAB_OVERRIDES := lab-settings/overrides.json
 LAB_SETTINGS  := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: lab test test-debug build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
+.PHONY: lab test test-debug build-debug lint build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
 
 help:
 	@echo "make lab     - install (first time) and start JupyterLab on notebooks/ (127.0.0.1)"
 	@echo "make test    - install (first time) and run the whole suite (both backends, nbval, browser)"
 	@echo "make build   - recompile the Cython extensions after editing a .pyx (then restart the kernel)"
 	@echo "make test-debug - rebuild with bounds checks on, run the kernels' parity tests, rebuild"
+	@echo "make lint    - ruff and cython-lint (the first step of CI)"
 	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
 	@echo "make wheel-check - build the wheel, install it in a fresh venv, run the README's commands"
 	@echo "make reset   - restore the notebooks to their committed state (your edits are lost)"
@@ -37,24 +38,23 @@ $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@{ $(PIP) install -q --upgrade pip && \
 	   $(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26" && \
-	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"; \
+	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test,lint]"; \
 	 } > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
 # Quiet unless it fails: the compiler's output goes to $(BUILD_LOG), printed on failure.
 # Incremental: setup.py runs only when a .pyx/.pxd (or setup.py) is newer than the last
-# build of this mode, and then recompiles only the modules that changed; a switch between
-# MAGNUM_CYTHON_DEBUG=1 and release regenerates all of them (setup.py remembers the mode).
+# build, and then recompiles only the modules that changed. The debug build (bounds
+# checks on) lives apart in build/debug: see test-debug.
 CYTHON_SOURCES := $(shell find src/magnum_lib -name '*.pyx' -o -name '*.pxd')
-BUILT := build/.built-$(if $(filter 1,$(MAGNUM_CYTHON_DEBUG)),debug,release)
+BUILT := build/.built-release
 
 build: $(BUILT)
 	@$(PY) -c "import magnum_lib; print('magnum_lib backend:', magnum_lib.backend())"
 
 $(BUILT): $(STAMP) setup.py $(CYTHON_SOURCES)
 	@mkdir -p build
-	@rm -f build/.built-*
-	@$(PY) setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 || \
+	@env -u MAGNUM_CYTHON_DEBUG $(PY) setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 || \
 		{ cat $(BUILD_LOG); echo "make build: compiling failed (log above, kept in $(BUILD_LOG))"; exit 1; }
 	@touch $@
 
@@ -76,11 +76,19 @@ chromium:
 		|| echo "chromium install failed; browser tests will skip"; \
 	fi
 
-unit: build
-	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser
+# Both cores by default (pytest-xdist); `make unit XDIST=` runs in one process.
+XDIST  ?= -n 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
-unit-python: build
-	MAGNUM_PUREPYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/browser
+unit: build
+	MAGNUM_REQUIRE_COMPILED=1 $(PYTEST) $(XDIST) tests --ignore=tests/browser
+
+# The pure-Python backend needs no compile. Tests marked `compiled` (they compare a
+# compiled kernel with its reference, or need the compiled backend) ran in `unit`, and
+# the CLI fuzz tests the parser, which is the same on both backends (tests/conftest.py
+# applies both markers).
+unit-python: venv
+	MAGNUM_PUREPYTHON=1 $(PYTEST) $(XDIST) -m "not compiled and not cli_fuzz" tests --ignore=tests/browser
 
 # Notebooks that replay the real public traces (../shared/data, or $MAGNUM_SHARED_DATA):
 # without the traces nbval leaves them out and says so; MAGNUM_REQUIRE_TRACES=1 makes that
@@ -111,27 +119,29 @@ test: build chromium
 	$(MAKE) --no-print-directory browser; \
 	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s, exit $$status"; exit $$status
 
-# The compiled kernels trust their inputs (boundscheck/wraparound off). This run turns the
-# checks back on (MAGNUM_CYTHON_DEBUG=1), runs every test that drives a compiled kernel, and
-# then rebuilds the release extensions, whatever the outcome.
-KERNEL_TESTS := tests/test_engine_heap.py tests/test_engine_queue.py tests/test_node_ring.py \
-	tests/test_node_balance.py tests/test_node_dispatcher.py tests/test_gossip_sim.py \
-	tests/test_gossip_bloom.py tests/test_planner_assignment.py tests/test_regional_validator.py \
-	tests/test_regional_contention.py tests/test_graph_packing.py tests/test_graph_packing_simple.py \
-	tests/test_gossip_kernels.py tests/test_teaching_forms.py tests/test_regional_checkpoint_time.py \
-	tests/test_cli_fuzz.py tests/test_kernel_boundaries.py tests/test_graph_packing_bounds.py \
-	tests/test_planner_scipy_suite.py tests/test_sim_core.py tests/test_sim_reductions.py \
-	tests/test_replay_parity.py tests/test_replay_core.py tests/test_sim_layer_parity.py \
-	tests/test_replay_fill.py tests/test_sim_results.py tests/test_graph_pack_reserve_agree.py \
-	tests/test_replay_gavel_fast.py tests/test_node_dispatch_rules.py
+# The compiled kernels trust their inputs (boundscheck/wraparound off). The debug build
+# turns the checks back on (MAGNUM_CYTHON_DEBUG=1) in a folder of its own, build/debug/lib
+# (the whole package: Python files and debug extensions), and runs there every test marked
+# `kernel` (applied automatically by tests/conftest.py to any test that imports a compiled
+# module or asks for backend="compiled"). The release build in src/ is not touched.
+DEBUG_LIB := $(CURDIR)/build/debug/lib
 
-test-debug: $(STAMP)
-	@MAGNUM_CYTHON_DEBUG=1 $(MAKE) --no-print-directory build
-	MAGNUM_REQUIRE_COMPILED=1 $(PY) -m pytest -q -p no:cacheprovider \
-		-W error::pytest.PytestUnraisableExceptionWarning $(KERNEL_TESTS); \
-	status=$$?; \
-	$(MAKE) --no-print-directory build; \
-	exit $$status
+build-debug: $(STAMP)
+	@mkdir -p build/debug
+	@MAGNUM_CYTHON_DEBUG=1 $(PY) setup.py build --build-base build/debug --build-lib $(DEBUG_LIB) \
+		> build/debug/build.log 2>&1 || \
+		{ cat build/debug/build.log; echo "make build-debug: compiling failed (log: build/debug/build.log)"; exit 1; }
+
+test-debug: build-debug
+	@PYTHONPATH=$(DEBUG_LIB) $(PY) -c "import magnum_lib, sys; \
+		sys.exit(0 if '$(DEBUG_LIB)' in magnum_lib.__file__ else 'test-debug: imported ' + magnum_lib.__file__)"
+	PYTHONPATH=$(DEBUG_LIB) MAGNUM_REQUIRE_COMPILED=1 MAGNUM_DEBUG_BUILD=build/debug $(PYTEST) $(XDIST) \
+		-W error::pytest.PytestUnraisableExceptionWarning -m "kernel and not cli_fuzz and not speed" tests --ignore=tests/browser
+
+# Static checks, seconds: ruff (Python; pyproject.toml [tool.ruff]) and cython-lint (.pyx/.pxd).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src
 
 bench: build
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

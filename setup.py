@@ -2,23 +2,28 @@
 
 Every ``src/magnum_lib/**/_*.pyx`` becomes an extension module. Environment:
 
-- ``MAGNUM_CYTHON_DEBUG=1`` turns bounds checking and wraparound back on (a debugging
-  build). Switching between debug and release regenerates every module by itself: the
-  last build's mode is remembered in ``build/magnum-cython-mode``.
+- ``MAGNUM_CYTHON_DEBUG=1`` turns bounds checking, wraparound and initialization checks
+  back on (a debugging build). Its generated C goes to ``build/debug/c``, never beside
+  the ``.pyx`` files, so a debug build never touches the release build: ``make
+  test-debug`` builds the whole package into ``build/debug/lib`` (``setup.py build
+  --build-base build/debug --build-lib build/debug/lib``) and tests it there.
 - ``MAGNUM_CYTHON_FORCE=1`` regenerates every module regardless.
 - ``MAGNUM_NO_EXTENSIONS=1`` declares no extensions: ``make`` uses it for the editable
   install, which then only links the source tree, so the one compile is ``make build``
   (in place, incremental afterwards).
-- ``MAGNUM_BUILD_JOBS`` (default 2): modules compiled in parallel.
+- ``MAGNUM_BUILD_JOBS`` (default 2): modules translated (Cython) and compiled (C) in parallel.
 """
 import os
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("MAGNUM_CYTHON_DEBUG") == "1"
-MODE = "debug" if DEBUG else "release"
-MODE_FILE = Path("build", "magnum-cython-mode")
+# Where Cython writes its C: beside the .pyx for the release build (the usual place),
+# under build/ for the debug build, so the two never overwrite each other.
+C_DIR = str(Path("build", "debug", "c")) if DEBUG else None
+JOBS = int(os.environ.get("MAGNUM_BUILD_JOBS", "2") or 1)
 
 directives = {
     "language_level": 3,
@@ -47,18 +52,14 @@ def extensions():
         )
         for p in sorted(Path("src", "magnum_lib").rglob("*.pyx"))
     ]
-    # The directives are not part of Cython's timestamp check, so a change of mode must
-    # regenerate every .c file (which then recompiles every module).
-    previous = MODE_FILE.read_text().strip() if MODE_FILE.is_file() else MODE
-    force = os.environ.get("MAGNUM_CYTHON_FORCE") == "1" or previous != MODE
-    built = cythonize(modules, compiler_directives=directives, quiet=True, force=force)
-    MODE_FILE.parent.mkdir(exist_ok=True)
-    MODE_FILE.write_text(MODE + "\n")
-    return built
+    force = os.environ.get("MAGNUM_CYTHON_FORCE") == "1"
+    # Cython's own worker pool forks; elsewhere (spawn) it would re-import this file.
+    threads = JOBS if sys.platform.startswith("linux") and JOBS > 1 else 0
+    return cythonize(modules, compiler_directives=directives, quiet=True, force=force,
+                     build_dir=C_DIR, nthreads=threads)
 
 
 NO_EXTENSIONS = os.environ.get("MAGNUM_NO_EXTENSIONS") == "1"
-JOBS = int(os.environ.get("MAGNUM_BUILD_JOBS", "2") or 1)
 
 setup(
     ext_modules=[] if NO_EXTENSIONS else extensions(),

@@ -102,11 +102,17 @@ def clean_copy(dest: Path) -> Path:
     """The checkout's files (tracked, plus new ones not ignored) copied to ``dest``.
 
     The wheel is built from this copy, as from a fresh clone: nothing stale from the
-    checkout's own ``build/`` or in-place extensions can slip into it.
+    checkout's own ``build/`` or in-place extensions can slip into it. The one exception is
+    Cython's generated C beside each ``.pyx`` (release mode only: the debug build writes
+    its C under ``build/debug``), copied with its time stamp: Cython regenerates any file
+    older than its ``.pyx`` or ``.pxd``, so a stale one cannot be used, and a fresh one
+    saves translating every kernel again.
     """
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
+    generated = [p.with_suffix(".c").relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.pyx")
+                 if p.with_suffix(".c").is_file()]
+    for rel in filter(None, listed + generated):
         src = ROOT / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from magnum_lib.workload.traces import ENV_VAR, shared_data_dir, traces_missing
+from tests._markers import classify
 
 ROOT = Path(__file__).resolve().parents[1]
 # The folder the loaders themselves read (same search order), so a test is skipped exactly
@@ -36,6 +37,16 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs_traces: reads the real public traces; skipped without them "
                    "(failed under MAGNUM_REQUIRE_TRACES=1)")
+    config.addinivalue_line(
+        "markers", "kernel: drives a compiled kernel (applied automatically: tests/_markers.py)")
+    config.addinivalue_line(
+        "markers", "cli_fuzz: the CLI fuzz, run once (applied automatically: tests/_markers.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in classify(item):
+            item.add_marker(name)
 
 
 def pytest_runtest_setup(item):

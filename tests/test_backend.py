@@ -51,5 +51,7 @@ def test_pick_returns_reference_when_forced(monkeypatch):
 def test_compiled_extension_is_built_in_place(repo_root):
     """Editable install: extensions live in the source tree, so `make build` followed
     by a kernel restart picks up an edited .pyx."""
+    if not _backend.is_source_checkout():
+        pytest.skip(f"magnum_lib runs from {_backend.PACKAGE_DIR}, not the source tree (an installed or debug build)")
     mod = import_compiled(_backend._PROBE)
     assert Path(mod.__file__).resolve().is_relative_to(repo_root / "src" / "magnum_lib")

@@ -168,8 +168,22 @@ def test_judge_refuses_tracebacks_wrong_exits_and_long_errors():
 def test_wheel_check_is_a_make_target_and_a_ci_step():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^wheel-check:.*\n\t.*scripts/check_wheel\.py", makefile, re.M)
-    ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert "make wheel-check" in ci and ci.index("make test") < ci.index("make wheel-check")
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    steps = [line.removeprefix("step ") for line in ci if line.startswith("step make ")]
+    assert steps == ["make lint", "make test", "make wheel-check", "make test-debug"]
+
+
+def test_the_debug_build_lives_apart_and_is_not_undone():
+    """test-debug builds into build/debug and runs the `kernel` tests there; nothing
+    rebuilds the release extensions afterwards (they were never touched)."""
+    makefile = (ROOT / "Makefile").read_text()
+    rule = re.search(r"^build-debug:.*?(?=^\S)", makefile, re.M | re.S).group(0)
+    assert "MAGNUM_CYTHON_DEBUG=1" in rule and "--build-base build/debug" in rule
+    test = re.search(r"^test-debug:.*?(?=^\S)", makefile, re.M | re.S).group(0)
+    assert test.startswith("test-debug: build-debug") and "PYTHONPATH=$(DEBUG_LIB)" in test
+    assert '-m "kernel and not cli_fuzz and not speed"' in test
+    assert "$(MAKE)" not in test  # no release rebuild afterwards
+    assert 'C_DIR = str(Path("build", "debug", "c")) if DEBUG else None' in (ROOT / "setup.py").read_text()
 
 
 # ------------------------------------------------------------------ backend of an installed copy
@@ -250,8 +264,8 @@ def test_makefile_compiles_once_and_quietly():
     install = re.search(r"^\$\(STAMP\):.*?(?=^\S)", makefile, re.M | re.S).group(0)
     assert "MAGNUM_NO_EXTENSIONS=1 $(PIP) install" in install and "-e " in install
     assert re.search(r"^build: \$\(BUILT\)$", makefile, re.M)
-    # setup.py runs only when a .pyx/.pxd or setup.py is newer than this mode's last build
-    assert re.search(r"^BUILT := build/\.built-\$\(if .*MAGNUM_CYTHON_DEBUG.*debug,release\)$", makefile, re.M)
+    # setup.py runs only when a .pyx/.pxd or setup.py is newer than the last release build
+    assert re.search(r"^BUILT := build/\.built-release$", makefile, re.M)
     rule = re.search(r"^\$\(BUILT\): (.*?)\n(.*?)(?=^\S)", makefile, re.M | re.S)
     assert set(rule.group(1).split()) == {"$(STAMP)", "setup.py", "$(CYTHON_SOURCES)"}
     assert "-name '*.pyx' -o -name '*.pxd'" in makefile

@@ -3,6 +3,9 @@ import pytest
 
 from magnum_lib.regional.baselines import simulate_scheduling
 
+# Runs the compiled kernels through the default backend: part of `make test-debug`.
+pytestmark = pytest.mark.kernel
+
 
 @pytest.mark.parametrize("bandwidth", ["25GB/s", "400GB/s", "10TB/s"])
 @pytest.mark.parametrize("load", [0.9, 1.5])

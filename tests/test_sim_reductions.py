@@ -12,6 +12,9 @@ from magnum_lib.sim import RequestClass, make_config
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.model import build_region, core_module, run_region
 
+# Runs the compiled kernels through the default backend: part of `make test-debug`.
+pytestmark = pytest.mark.kernel
+
 H100_BF16 = 989.4e12
 MS = 1e-3
 # The reference backend is ~30x slower: it runs the same checks on 5x fewer requests (the

@@ -7,6 +7,9 @@ from magnum_lib.sim import results
 from magnum_lib.sim.config import make_config
 from magnum_lib.sim.model import build_region, run_region
 
+# Runs the compiled kernels through the default backend: part of `make test-debug`.
+pytestmark = pytest.mark.kernel
+
 
 def _whole_array(run):
     """The digest's per-request reductions written as whole-array numpy (the definition)."""

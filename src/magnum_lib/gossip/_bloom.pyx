@@ -7,7 +7,6 @@ Each ``def`` wrapper first runs :func:`magnum_lib.gossip.bloom_ref.check_kernel_
 output lengths); the nogil loops then trust their arguments, so they are compiled without
 bounds checks even in a debug build.
 """
-cimport cython
 from libc.stdint cimport uint64_t, uint8_t
 
 from magnum_lib._typedefs cimport intp_t
@@ -15,8 +14,6 @@ from magnum_lib._typedefs cimport intp_t
 from magnum_lib.gossip.bloom_ref import check_kernel_args
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef void _add(uint8_t[::1] bits, const uint64_t[::1] h1, const uint64_t[::1] h2,
                uint64_t m, int k) noexcept nogil:
     cdef intp_t j, n = h1.shape[0]
@@ -33,8 +30,6 @@ cdef void _add(uint8_t[::1] bits, const uint64_t[::1] h1, const uint64_t[::1] h2
                 p -= m
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef void _contains(const uint8_t[::1] bits, const uint64_t[::1] h1, const uint64_t[::1] h2,
                     uint64_t m, int k, uint8_t[::1] out) noexcept nogil:
     cdef intp_t j, n = h1.shape[0]

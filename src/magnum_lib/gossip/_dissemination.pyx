@@ -9,7 +9,6 @@ checks even in a debug build.
 """
 import numpy as np
 
-cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
@@ -18,8 +17,6 @@ from magnum_lib._typedefs cimport intp_t
 from magnum_lib.gossip.dissemination_ref import check_rumor_args, check_staleness_args
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef int64_t _rumor(intp_t n, intp_t fanout, int mode, uint64_t loss_threshold,
                     uint64_t churn_threshold, int64_t churn_downtime,
                     const int64_t[::1] crash_round, int64_t partition_start,
@@ -133,8 +130,6 @@ cdef inline void _merge_row(int32_t* into, const int32_t* row, intp_t n) noexcep
             into[j] = row[j]
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef int64_t _staleness(intp_t n, intp_t fanout, int mode, uint64_t loss_threshold,
                         int64_t partition_start, int64_t partition_end, int64_t warmup,
                         int64_t measure, uint64_t* rng, int32_t[:, ::1] view,

@@ -1,4 +1,3 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Compiled fill loop: same signature and numbers as :mod:`magnum_lib.replay.fill_ref`.
 
 Placements ``fgd`` (code 0), ``best-fit`` (1) and ``first-fit`` (2); ``random`` stays in

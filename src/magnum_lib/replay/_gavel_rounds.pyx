@@ -1,4 +1,3 @@
-# cython: boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """Compiled form of :class:`~magnum_lib.replay.gavel_rounds.GavelRounds` under the replay loop.
 
 One nogil loop runs both halves of what the Python form splits in two: the replay loop of
