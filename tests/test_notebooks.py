@@ -1,4 +1,4 @@
-"""Static checks of the notebooks: committed clean, and following the DESIGN.md template.
+"""Static checks of the notebooks: committed clean, and following the template of notebooks/README.md.
 
 Running them is nbval's job (``pytest --nbval-lax --nbval-current-env notebooks/`` with
 ``MAGNUM_NB_SOLUTIONS=1``); these tests read the JSON only, so they are fast.

@@ -5,7 +5,7 @@ data, found with importlib.resources: ``_resources.data_path``), so a source che
 editable install and a plain wheel read the same file. Which file is read:
 ``load_catalog(path)`` if a path is given, else the environment variable
 ``MAGNUM_HARDWARE_YAML``, else the shipped one. One file, one place: no second copy to
-drift out of step (docs/ARCHITECTURE.md, "Data").
+drift out of step.
 
 Cost model (roofline): a request needing ``flops`` operations and moving ``bytes_moved``
 bytes through device memory takes::
