@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@{ $(PIP) install -q --upgrade pip && \
 	   $(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26" && \
-	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test,lint]"; \
+	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"; \
 	 } > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 

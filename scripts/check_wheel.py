@@ -78,7 +78,7 @@ def readme_commands(readme: Path = ROOT / "README.md") -> list[tuple[str, bool]]
 def wheel_problems(wheel: Path, package: Path = PACKAGE) -> list[str]:
     """What the wheel lacks (data files, compiled modules) or should not carry (.c)."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    problems = []
+    problems = [] if "magnum_lib/py.typed" in names else ["missing magnum_lib/py.typed"]
     for f in sorted((package / "data").rglob("*")):
         rel = "magnum_lib/" + f.relative_to(package).as_posix()
         if f.is_file() and rel not in names:

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from magnum_lib.workload.traces import ENV_VAR, shared_data_dir, traces_missing
 from tests._markers import classify
@@ -31,6 +32,15 @@ if TRACES_FOUND:
 REQUIRE_TRACES = os.environ.get("MAGNUM_REQUIRE_TRACES", "") not in ("", "0")
 # The loaders' message for a missing file (magnum_lib.workload.traces.trace_path).
 TRACE_NOT_FOUND = re.compile(r"trace file \S+ not found")
+
+# Hypothesis profiles, chosen by $HYPOTHESIS_PROFILE (default: Hypothesis's own settings).
+# "ci": the same examples on every run (derandomize; a red CI run is reproducible and never
+# flaky), no per-example deadline (2 shared cores make timings noise), and no slow-data health
+# check. A test's own @settings(max_examples=...) still wins over the profile's.
+settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None, print_blob=True,
+                          database=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=20, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_configure(config):

@@ -1,4 +1,4 @@
-"""Static checks of the notebooks: committed clean, and following the DESIGN.md template.
+"""Static checks of the notebooks: committed clean, and following the template of notebooks/README.md.
 
 Running them is nbval's job (``pytest --nbval-lax --nbval-current-env notebooks/`` with
 ``MAGNUM_NB_SOLUTIONS=1``); these tests read the JSON only, so they are fast.
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,7 @@ def test_the_two_first_notebooks_exist():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_without_outputs_or_widget_state(path):
     nb = _load(path)
-    assert "widgets" not in nb["metadata"], "strip metadata.widgets (python -m magnum_lib.widgets.strip)"
+    assert "widgets" not in nb["metadata"], "strip metadata.widgets (nbstripout --keep-id)"
     for i, cell in enumerate(nb["cells"]):
         extra = set(cell.get("metadata", {})) - {"tags"}
         assert not extra, f"cell {i} carries run metadata {sorted(extra)}"
@@ -155,22 +157,34 @@ def test_unknown_solution_is_a_clear_error():
         exercises.solution_path("99_ex9")
 
 
-def test_strip_removes_outputs_and_widget_state(tmp_path):
-    nbformat = pytest.importorskip("nbformat")
-    from magnum_lib.widgets import strip
+def _nbstripout_hook() -> list[str]:
+    """The nbstripout command of .pre-commit-config.yaml (the one contributors run)."""
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"]: h for repo in config["repos"] for h in repo["hooks"]}
+    return hooks["nbstripout"]["entry"].split()
 
+
+def test_nbstripout_removes_outputs_and_widget_state_and_keeps_tags_and_ids(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    entry = _nbstripout_hook()
+    assert entry[0] == "nbstripout"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    nb.cells[0].id = "c000"
     nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)]
     nb.cells[0].execution_count = 1
-    nb.cells[0].metadata = {"tags": [IGNORE_TAG], "execution": {"x": 1}}
-    nb.metadata["widgets"] = {"state": {}}
+    nb.cells[0].metadata = {"tags": [IGNORE_TAG], "execution": {"x": 1}, "scrolled": True}
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
     path = tmp_path / "x.ipynb"
     nbformat.write(nb, path)
-    assert strip.main([str(path)]) == 0
+    run = subprocess.run([sys.executable, "-m", "nbstripout", *entry[1:], str(path)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
     clean = _load(path)
     assert "widgets" not in clean["metadata"]
     assert clean["cells"][0]["outputs"] == [] and clean["cells"][0]["execution_count"] is None
     assert clean["cells"][0]["metadata"] == {"tags": [IGNORE_TAG]}
+    assert clean["cells"][0]["id"] == "c000"
 
 
 # -- exercises that teach (issue 13, section 3) ------------------------------------------------

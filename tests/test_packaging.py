@@ -127,7 +127,7 @@ def _complete_names():
              for f in (PACKAGE / "data").rglob("*") if f.is_file()]
     names += ["magnum_lib/" + p.relative_to(PACKAGE).with_suffix("").as_posix()
               + ".cpython-311-x86_64-linux-gnu.so" for p in PACKAGE.rglob("_*.pyx")]
-    return names
+    return names + ["magnum_lib/py.typed"]
 
 
 def test_wheel_problems_accepts_a_complete_file_list(tmp_path):
@@ -135,7 +135,7 @@ def test_wheel_problems_accepts_a_complete_file_list(tmp_path):
 
 
 def test_wheel_problems_names_what_is_missing_or_extra(tmp_path):
-    names = [n for n in _complete_names() if not n.endswith(("hardware.yaml", ".so"))
+    names = [n for n in _complete_names() if not n.endswith(("hardware.yaml", ".so", "py.typed"))
              or "_queue" in n]
     names.append("magnum_lib/engine/_heap.c")
     problems = _check_wheel().wheel_problems(_fake_wheel(tmp_path / "w.whl", names))
@@ -143,6 +143,7 @@ def test_wheel_problems_names_what_is_missing_or_extra(tmp_path):
     assert "no compiled module for magnum_lib/engine/_heap.pyx" in problems
     assert "no compiled module for magnum_lib/engine/_queue.pyx" not in problems
     assert "generated C source shipped: magnum_lib/engine/_heap.c" in problems
+    assert "missing magnum_lib/py.typed" in problems
 
 
 def test_clean_env_drops_the_source_tree_and_magnum_settings(tmp_path, monkeypatch):

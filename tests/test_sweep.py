@@ -111,6 +111,9 @@ def test_failing_task_names_parameters_dask(client):
     with pytest.raises(SweepTaskError, match=r"x=3.*ZeroDivisionError: boom") as e:
         sweep(fails_at_three, {"x": [1, 2, 3, 4]}, client=client, progress=False)
     assert e.value.params == {"x": 3}
+    # The worker's exception itself, not a string of it: its type and traceback survive.
+    assert isinstance(e.value.__cause__, ZeroDivisionError)
+    assert e.value.__cause__.__traceback__ is not None
 
 
 @pytest.mark.parametrize("func,match", [

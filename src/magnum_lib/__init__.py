@@ -1,6 +1,6 @@
 """magnum_lib: the library behind the Faux-MAGNUM teaching kit.
 
-Modules (see DESIGN.md): ``engine`` (discrete-event core and queueing theory),
+Modules (see docs/ARCHITECTURE.md): ``engine`` (discrete-event core and queueing theory),
 ``hardware`` (accelerator catalog and roofline cost model), ``cluster`` (topology as
 structure-of-arrays), ``units`` (parsing "80GB", "100ms", "nvlink_3"), ``workload``
 (arrival generators, real-trace loaders and the shipped Philly-calibrated sample),

@@ -1,6 +1,6 @@
 """Choose between the compiled Cython fast paths and the pure-Python references.
 
-Every hot kernel exists twice (see DESIGN.md, "Two forms of every algorithm"):
+Every hot kernel exists twice (see docs/ARCHITECTURE.md, "Two forms of every algorithm"):
 ``pkg/_name.pyx`` (compiled) and ``pkg/name_ref.py`` style readable reference with the
 same signatures. ``pick`` returns the compiled module unless ``MAGNUM_PUREPYTHON=1``
 is set or the extension is not built, in which case it returns the reference.

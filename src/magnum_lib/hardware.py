@@ -1,12 +1,11 @@
 """Accelerator catalog and roofline cost model.
 
-The catalog is read from ``data/hardware.yaml`` (repository root, as DESIGN.md lays the
-house out). Where the file is found: ``load_catalog(path)`` if a path is given, else the
-environment variable ``MAGNUM_HARDWARE_YAML``, else ``<repo>/data/hardware.yaml`` located
-relative to this file. That last path exists in a source checkout and in the editable
-install the kit uses (``pip install -e .``, ``make lab``); a plain wheel would not carry
-``data/``, so such an install must set ``MAGNUM_HARDWARE_YAML`` or pass ``path``. One
-file, one place: no second copy inside the package to drift out of step.
+The catalog is ``magnum_lib/data/hardware.yaml``, shipped inside the package (package
+data, found with importlib.resources: ``_resources.data_path``), so a source checkout, the
+editable install and a plain wheel read the same file. Which file is read:
+``load_catalog(path)`` if a path is given, else the environment variable
+``MAGNUM_HARDWARE_YAML``, else the shipped one. One file, one place: no second copy to
+drift out of step.
 
 Cost model (roofline): a request needing ``flops`` operations and moving ``bytes_moved``
 bytes through device memory takes::
@@ -23,12 +22,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import yaml
 
 from magnum_lib._resources import data_path
@@ -103,7 +104,7 @@ class Accelerator:
     tdp_w: float
     interconnect: Interconnect
     sources: Mapping[str, str]
-    article_claim: Mapping | None = None
+    article_claim: Mapping[str, Any] | None = None
     aliases: tuple[str, ...] = ()
     facts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     note: str = ""
@@ -126,9 +127,9 @@ class Accelerator:
         return self.peak(precision) / self.mem_bandwidth_Bps
 
 
-def _check_precision(precision) -> str:
-    p = str(precision).strip().lower() if isinstance(precision, str) else precision
-    if p not in PRECISIONS:
+def _check_precision(precision: object) -> str:
+    p = precision.strip().lower() if isinstance(precision, str) else precision
+    if not isinstance(p, str) or p not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
     return p
 
@@ -137,7 +138,7 @@ def _check_precision(precision) -> str:
 # Loading
 # ---------------------------------------------------------------------------
 
-def _parse_accelerator(key: str, spec, references: Mapping[str, str]) -> Accelerator:
+def _parse_accelerator(key: str, spec: object, references: Mapping[str, str]) -> Accelerator:
     where = f"hardware catalog: accelerators.{key}"
     if not isinstance(spec, dict):
         raise ValueError(f"{where}: expected a mapping of fields, got {type(spec).__name__}")
@@ -189,20 +190,20 @@ def _parse_accelerator(key: str, spec, references: Mapping[str, str]) -> Acceler
     )
 
 
-def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
+def load_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
     """Read the accelerator catalog.
 
     Parameters
     ----------
     path : path-like, optional
         A YAML file of the same form as ``data/hardware.yaml``. Default: the environment
-        variable ``MAGNUM_HARDWARE_YAML``, else the repository's ``data/hardware.yaml``.
+        variable ``MAGNUM_HARDWARE_YAML``, else the shipped ``magnum_lib/data/hardware.yaml``.
     """
     path = Path(path or os.environ.get(_ENV_PATH) or DEFAULT_CATALOG_PATH)
     if not path.is_file():
         raise FileNotFoundError(
             f"hardware catalog not found at {path}; pass load_catalog(path=...) or set {_ENV_PATH} "
-            "(the default data/hardware.yaml ships with a source checkout / editable install)")
+            "(unset, the catalog shipped in the package is read)")
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(doc, dict) or not isinstance(doc.get("accelerators"), dict) \
             or not isinstance(doc.get("references"), dict):
@@ -226,14 +227,14 @@ def default_catalog() -> Catalog:
 # Catalog
 # ---------------------------------------------------------------------------
 
-class Catalog(Mapping):
+class Catalog(Mapping[str, Accelerator]):
     """Accelerators by canonical key, looked up case-insensitively, aliases included.
 
     ``catalog["H100"] is catalog["h100_sxm"]``; iteration yields canonical keys in file
     order; an unknown name raises :class:`UnknownAcceleratorError` listing the known ones.
     """
 
-    def __init__(self, accelerators: Mapping[str, Accelerator], source_path: Path | None = None):
+    def __init__(self, accelerators: Mapping[str, Accelerator], source_path: Path | None = None) -> None:
         self._accs = dict(accelerators)
         self.source_path = source_path
         self._names: dict[str, str] = {}
@@ -243,7 +244,7 @@ class Catalog(Mapping):
                 if other != key:
                     raise ValueError(f"hardware catalog: name {name!r} is used by both {other} and {key}")
 
-    def resolve(self, name) -> str:
+    def resolve(self, name: object) -> str:
         """Canonical key for a key or alias (any case)."""
         if isinstance(name, Accelerator):
             name = name.key
@@ -253,10 +254,10 @@ class Catalog(Mapping):
             raise UnknownAcceleratorError(f"unknown accelerator {name!r}; known: {known}")
         return key
 
-    def __getitem__(self, name) -> Accelerator:
+    def __getitem__(self, name: object) -> Accelerator:
         return self._accs[self.resolve(name)]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._accs)
 
     def __len__(self) -> int:
@@ -265,7 +266,7 @@ class Catalog(Mapping):
     def __repr__(self) -> str:
         return f"Catalog({', '.join(self._accs)})"
 
-    def table(self) -> list[dict]:
+    def table(self) -> list[dict[str, Any]]:
         """One row per accelerator, in display units, for notebooks (``pandas.DataFrame(rows)``).
 
         Peaks are dense, in TFLOPS (``fp32_TFLOPS`` ... ``fp8_TFLOPS``) and, for integer
@@ -274,7 +275,7 @@ class Catalog(Mapping):
         """
         rows = []
         for acc in self._accs.values():
-            row = {
+            row: dict[str, Any] = {
                 "key": acc.key, "name": acc.name, "vendor": acc.vendor,
                 "memory_GB": acc.memory_bytes / 1e9, "memory_type": acc.memory_type,
                 "bandwidth_GBps": acc.mem_bandwidth_Bps / 1e9,
@@ -288,7 +289,7 @@ class Catalog(Mapping):
             rows.append(row)
         return rows
 
-    def claims(self) -> list[dict]:
+    def claims(self) -> list[dict[str, Any]]:
         """The article's figures beside the public ones.
 
         Rows: ``device, claim, article, public, ratio (public / article or None), unit, basis,
@@ -300,7 +301,7 @@ class Catalog(Mapping):
         """
         ref = self[_REFERENCE_DEVICE] if _REFERENCE_DEVICE in self._names else None
 
-        def needs_ref():
+        def needs_ref() -> Accelerator:
             if ref is None:
                 raise ValueError(f"claims relative to H100 need {_REFERENCE_DEVICE!r} in the catalog")
             return ref
@@ -309,6 +310,7 @@ class Catalog(Mapping):
         for acc in self._accs.values():
             claim = acc.article_claim or {}
             for name, article in claim.items():
+                public: Any
                 if name == "peak_tflops":
                     public, unit, basis = acc.peak_flops.get("bf16", float("nan")) / 1e12, "TFLOPS", \
                         "dense BF16 peak, " + acc.sources["peak_tflops"]
@@ -374,7 +376,7 @@ class CostMatrix:
     compute_bound: np.ndarray
 
 
-def _nonneg_array(values, name: str) -> np.ndarray:
+def _nonneg_array(values: npt.ArrayLike, name: str) -> npt.NDArray[np.float64]:
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -387,20 +389,20 @@ def _nonneg_array(values, name: str) -> np.ndarray:
     return arr
 
 
-def _check_efficiency(eff, name: str = "efficiency") -> float:
+def _check_efficiency(eff: object, name: str = "efficiency") -> float:
     if isinstance(eff, bool) or not isinstance(eff, (int, float, np.floating, np.integer)) \
             or not (0.0 < float(eff) <= 1.0):
         raise ValueError(f"{name} must be a number in (0, 1], got {eff!r}")
     return float(eff)
 
 
-def _device(device, catalog: Catalog | None) -> Accelerator:
+def _device(device: Accelerator | str, catalog: Catalog | None) -> Accelerator:
     if isinstance(device, Accelerator):
         return device
     return (catalog or default_catalog())[device]
 
 
-def request_cost(device, flops, bytes_moved, precision: str = "bf16", efficiency: float = 1.0,
+def request_cost(device: Accelerator | str, flops: npt.ArrayLike, bytes_moved: npt.ArrayLike, precision: str = "bf16", efficiency: float = 1.0,
                  power_w: float | None = None, catalog: Catalog | None = None) -> Cost:
     """Roofline time and energy of request(s) on one device.
 
@@ -442,7 +444,8 @@ def request_cost(device, flops, bytes_moved, precision: str = "bf16", efficiency
     return Cost(time, time * power, bound)
 
 
-def cost_matrix(devices, flops, bytes_moved, precision: str = "bf16", efficiency=1.0,
+def cost_matrix(devices: Catalog | Iterable[Accelerator | str], flops: npt.ArrayLike, bytes_moved: npt.ArrayLike,
+                precision: str = "bf16", efficiency: float | Mapping[str, float] = 1.0,
                 missing: str = "raise", catalog: Catalog | None = None) -> CostMatrix:
     """Roofline cost of every request on every device type (the dispatcher's table).
 
@@ -501,7 +504,7 @@ def _fabric(link_name: str) -> str | None:
     return next((f for f in _FABRICS if link_name.startswith(f)), None)
 
 
-def device_link(device, requested, catalog: Catalog | None = None) -> tuple[Interconnect, str | None]:
+def device_link(device: Accelerator | str, requested: object, catalog: Catalog | None = None) -> tuple[Interconnect, str | None]:
     """The link a request for ``requested`` really gets on ``device``, and a note if it differs.
 
     The article asks for ``nvlink_3`` on an H100 (which has NVLink 4) and on an MTIA (which

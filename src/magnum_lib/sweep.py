@@ -32,7 +32,6 @@ import keyword
 import numbers
 import os
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -105,12 +104,9 @@ def _check_result(params: dict, out) -> dict:
     return dict(out)
 
 
-def _remote_call(func, params):
-    """Run one task on a worker; errors come back as data so we can name the parameters."""
-    try:
-        return True, func(**params)
-    except Exception as exc:  # noqa: BLE001 - reported to the caller with its traceback
-        return False, f"{type(exc).__name__}: {exc}\n{''.join(traceback.format_exc())}"
+def _call(func, params):
+    """One task on a worker (a wrapper, so a parameter may be named like a ``submit`` option)."""
+    return func(**params)
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -136,16 +132,18 @@ def _run_serial(func, points, progress):
 def _run_dask(client, func, points, progress):
     from distributed import as_completed
 
-    futures = [client.submit(_remote_call, func, p, pure=False) for p in points]
+    futures = [client.submit(_call, func, p, pure=False) for p in points]
     index = {f.key: i for i, f in enumerate(futures)}
     out = [None] * len(points)
     try:
         with _progress_bar(len(points), progress) as bar:
             for fut in as_completed(futures):
                 i = index[fut.key]
-                ok, value = fut.result()
-                if not ok:
-                    raise SweepTaskError(points[i], f"sweep task ({_fmt_params(points[i])}) failed: {value}")
+                try:
+                    value = fut.result()  # re-raises the task's own exception, with its traceback
+                except Exception as exc:
+                    raise SweepTaskError(points[i], f"sweep task ({_fmt_params(points[i])}) failed: "
+                                         f"{type(exc).__name__}: {exc}") from exc
                 out[i] = _check_result(points[i], value)
                 bar.update(1)
     except BaseException:

@@ -23,6 +23,7 @@ import numbers
 import re
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
+from typing import cast
 
 from magnum_lib.engine.errors import excerpt
 
@@ -70,7 +71,7 @@ _BANDWIDTH_ACCEPTED = ("a number followed by B/s, KB/s, MB/s, GB/s, TB/s (bytes)
                        "or Kb/s, Mb/s, Gb/s, Tb/s, Gbps, Gbit/s (bits); a bare number is bytes/s")
 
 
-def _fail(kind: str, text, accepted: str, why: str = "", field: str | None = None) -> ValueError:
+def _fail(kind: str, text: object, accepted: str, why: str = "", field: str | None = None) -> ValueError:
     prefix = f"{field}: " if field else ""
     reason = f" ({why})" if why else ""
     return ValueError(f"{prefix}cannot parse {kind} {excerpt(text)}{reason}: expected {accepted}")
@@ -95,15 +96,15 @@ def _check_length(text: str, kind: str, accepted: str, field: str | None) -> Non
 _MAX_EXPONENT = 30  # 10^30 bytes or ns is far beyond any fleet; bigger text is a typo
 
 
-def _check_range(value: Decimal, kind: str, text, accepted: str, field: str | None) -> None:
+def _check_range(value: Decimal, kind: str, text: object, accepted: str, field: str | None) -> None:
     if value < 0:
         raise _fail(kind, text, accepted, "negative values are not accepted", field)
     if value != 0 and value.adjusted() > _MAX_EXPONENT:
         raise _fail(kind, text, accepted, f"larger than 1e{_MAX_EXPONENT}", field)
 
 
-def _check_number(value, kind: str, accepted: str, field: str | None) -> None:
-    """Numbers passed straight through must be real, finite and non-negative."""
+def _check_number(value: object, kind: str, accepted: str, field: str | None) -> numbers.Real:
+    """Numbers passed straight through must be real, finite and non-negative (returned as is)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         prefix = f"{field}: " if field else ""
         raise TypeError(f"{prefix}{kind} must be a string or a number, got {type(value).__name__} {excerpt(value)}")
@@ -111,11 +112,12 @@ def _check_number(value, kind: str, accepted: str, field: str | None) -> None:
         raise _fail(kind, value, accepted, "not finite", field)
     if value < 0:
         raise _fail(kind, value, accepted, "negative values are not accepted", field)
-    if value > 10.0**_MAX_EXPONENT:
+    if cast(float, value) > 10.0**_MAX_EXPONENT:  # a Real (checked above)
         raise _fail(kind, value, accepted, f"larger than 1e{_MAX_EXPONENT}", field)
+    return value
 
 
-def _to_decimal(value) -> Decimal:
+def _to_decimal(value: numbers.Real) -> Decimal:
     # numpy scalars are not int/float subclasses in every case; Decimal needs plain ones.
     return Decimal(int(value)) if isinstance(value, numbers.Integral) else Decimal(float(value))
 
@@ -124,7 +126,7 @@ def _round_int(value: Decimal) -> int:
     return int(value.to_integral_value())  # round half to even, exact for huge values
 
 
-def parse_size(text, *, field: str | None = None) -> int:
+def parse_size(text: object, *, field: str | None = None) -> int:
     """Parse a memory size into an int number of bytes (rounded to the nearest byte).
 
     Parameters
@@ -136,8 +138,7 @@ def parse_size(text, *, field: str | None = None) -> int:
         Name of the setting, quoted at the start of any error message.
     """
     if not isinstance(text, str):
-        _check_number(text, "size", _SIZE_ACCEPTED, field)
-        return _round_int(_to_decimal(text))
+        return _round_int(_to_decimal(_check_number(text, "size", _SIZE_ACCEPTED, field)))
     value, unit = _split(text, "size", _SIZE_ACCEPTED, field)
     if unit == "":
         if value != value.to_integral_value():
@@ -148,7 +149,7 @@ def parse_size(text, *, field: str | None = None) -> int:
     return _round_int(value * SIZE_UNITS[unit])
 
 
-def parse_duration(text, *, field: str | None = None) -> int:
+def parse_duration(text: object, *, field: str | None = None) -> int:
     """Parse a duration into an int number of nanoseconds (rounded to the nearest ns).
 
     Parameters
@@ -161,8 +162,7 @@ def parse_duration(text, *, field: str | None = None) -> int:
         Setting name for error messages.
     """
     if not isinstance(text, str):
-        _check_number(text, "duration", _DURATION_ACCEPTED, field)
-        return _round_int(_to_decimal(text) * 10**9)
+        return _round_int(_to_decimal(_check_number(text, "duration", _DURATION_ACCEPTED, field)) * 10**9)
     value, unit = _split(text, "duration", _DURATION_ACCEPTED, field)
     if unit not in DURATION_UNITS:
         why = "a unit is required" if unit == "" else ""
@@ -170,7 +170,7 @@ def parse_duration(text, *, field: str | None = None) -> int:
     return _round_int(value * DURATION_UNITS[unit])
 
 
-def parse_bandwidth(text, *, field: str | None = None) -> float:
+def parse_bandwidth(text: object, *, field: str | None = None) -> float:
     """Parse a bandwidth into bytes per second.
 
     Parameters
@@ -187,8 +187,7 @@ def parse_bandwidth(text, *, field: str | None = None) -> float:
         Bytes per second.
     """
     if not isinstance(text, str):
-        _check_number(text, "bandwidth", _BANDWIDTH_ACCEPTED, field)
-        return float(text)
+        return float(_check_number(text, "bandwidth", _BANDWIDTH_ACCEPTED, field))
     _check_length(text, "bandwidth", _BANDWIDTH_ACCEPTED, field)
     m = _BANDWIDTH_RE.match(text)
     if m is None:
@@ -237,7 +236,7 @@ class Interconnect:
         return 2.0 * self.per_direction_Bps
 
 
-def _ic(name, gbps_per_dir, description, source):
+def _ic(name: str, gbps_per_dir: float, description: str, source: str) -> Interconnect:
     return Interconnect(name, gbps_per_dir * 1e9, description, source)
 
 
@@ -270,7 +269,7 @@ INTERCONNECTS: dict[str, Interconnect] = {ic.name: ic for ic in [
 _IC_ACCEPTED = ", ".join(INTERCONNECTS) + " (PCIe may take a lane count, e.g. pcie_5_x8)"
 
 
-def parse_interconnect(text, *, field: str | None = None) -> Interconnect:
+def parse_interconnect(text: object, *, field: str | None = None) -> Interconnect:
     """Parse an interconnect class name.
 
     Parameters
@@ -330,12 +329,11 @@ def _format(value: Decimal, units: list[tuple[str, int]], digits: int | None, se
     return f"{text}{sep}{name}"
 
 
-def _as_count(value, kind: str) -> Decimal:
-    _check_number(value, kind, "a non-negative finite number", None)
-    return _to_decimal(value)
+def _as_count(value: object, kind: str) -> Decimal:
+    return _to_decimal(_check_number(value, kind, "a non-negative finite number", None))
 
 
-def format_size(nbytes, *, binary: bool = False, digits: int | None = 3, sep: str = " ") -> str:
+def format_size(nbytes: float, *, binary: bool = False, digits: int | None = 3, sep: str = " ") -> str:
     """Readable size: ``format_size(80 * 10**9) == "80 GB"``.
 
     Parameters
@@ -354,7 +352,7 @@ def format_size(nbytes, *, binary: bool = False, digits: int | None = 3, sep: st
     return _format(_as_count(nbytes, "size"), units, digits, sep)
 
 
-def format_duration(ns, *, digits: int | None = 3, sep: str = "") -> str:
+def format_duration(ns: float, *, digits: int | None = 3, sep: str = "") -> str:
     """Readable duration from nanoseconds: ``format_duration(420_000) == "420us"``.
 
     Units used: ns, us, ms, s, m (minutes, from 120 s) and h (from 2 h), so that
@@ -369,7 +367,7 @@ def format_duration(ns, *, digits: int | None = 3, sep: str = "") -> str:
     return _format(value, units, digits, sep)
 
 
-def format_bandwidth(Bps, *, digits: int | None = 3, sep: str = " ") -> str:
+def format_bandwidth(Bps: float, *, digits: int | None = 3, sep: str = " ") -> str:
     """Readable bandwidth in decimal bytes per second: ``"3.35 TB/s"``."""
     units = [("B/s", 1), ("KB/s", 10**3), ("MB/s", 10**6), ("GB/s", 10**9), ("TB/s", 10**12)]
     return _format(_as_count(Bps, "bandwidth"), units, digits, sep)

@@ -37,11 +37,12 @@ def one_line(text, limit: int = MAX_LINE) -> str:
 
 
 # --------------------------------------------------------------------------- the parser
-class _Once:
-    """Mixin for store actions: refuse a second copy of the flag and an empty value."""
+class _Once(argparse.Action):
+    """A store action (public ``argparse.Action`` API) that refuses a second copy of the
+    flag and an empty value."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
         if isinstance(self.type, FlagType) and self.help not in (None, argparse.SUPPRESS):
             self.help = f"{self.help} [{self.type.describe()}]"
 
@@ -53,19 +54,32 @@ class _Once:
             seen.add(id(self))
             if isinstance(values, str) and not values.strip():
                 raise argparse.ArgumentError(self, "is empty (omit the flag to use its default)")
-        super().__call__(parser, namespace, values, option_string)
+        setattr(namespace, self.dest, self.stored(values))
+
+    def stored(self, values):
+        """What the flag stores: its value(s) (``store``)."""
+        return values
 
 
-class _StoreOnce(_Once, argparse._StoreAction):
-    pass
+class _StoreOnce(_Once):
+    def __init__(self, option_strings, dest, nargs=None, **kwargs):
+        if nargs == 0:
+            raise ValueError("nargs for store actions must be != 0; use store_true or store_const")
+        super().__init__(option_strings, dest, nargs=nargs, **kwargs)
 
 
-class _StoreTrueOnce(_Once, argparse._StoreTrueAction):
-    pass
+class _StoreConstOnce(_Once):
+    def __init__(self, option_strings, dest, const=None, default=None, required=False, help=None, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, const=const, default=default, required=required,
+                         help=help, **kwargs)
+
+    def stored(self, values):
+        return self.const
 
 
-class _StoreConstOnce(_Once, argparse._StoreConstAction):
-    pass
+class _StoreTrueOnce(_StoreConstOnce):
+    def __init__(self, option_strings, dest, default=False, required=False, help=None, **kwargs):
+        super().__init__(option_strings, dest, const=True, default=default, required=required, help=help, **kwargs)
 
 
 _ARGUMENT = re.compile(r"^argument ([^\s/:]+)(?:/[^\s:]+)*: ", re.S)

@@ -1,6 +1,6 @@
 """The discrete-event core: event heap, FIFO multi-server queue, metrics, theory.
 
-Each kernel exists twice (DESIGN.md, "Two forms"): compiled (``_heap.pyx``,
+Each kernel exists twice (docs/ARCHITECTURE.md, "Two forms"): compiled (``_heap.pyx``,
 ``_queue.pyx``) and a readable reference (``heap_ref.py``, ``queue_ref.py``). The names
 exported here are those of the active backend (``magnum_lib.backend()``).
 

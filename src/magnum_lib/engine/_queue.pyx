@@ -9,7 +9,7 @@ from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
 from magnum_lib.engine._heap cimport (EventHeap, Heap, heap_peek, heap_pop, heap_push,
-                                     heap_replace)
+                                      heap_replace)
 from magnum_lib.engine.queue_ref import check_inputs
 
 

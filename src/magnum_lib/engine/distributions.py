@@ -8,13 +8,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 NS_PER_S = 1_000_000_000
 _INT64_LIMIT = 2.0**63  # float64 values strictly inside (-2^63, 2^63) convert exactly
 SERVICE_KINDS = ("exp", "det", "lognormal")
 
 
-def to_ns(seconds, *, overwrite: bool = False) -> np.ndarray:
+def to_ns(seconds: npt.ArrayLike, *, overwrite: bool = False) -> np.ndarray:
     """Seconds (float, scalar or array) -> int64 nanoseconds, rounded to the nearest ns.
 
     The one seconds-to-engine-time conversion of the package (time is int64 ns inside).

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Collection
+from typing import TypeVar, cast
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: The longest excerpt of a bad value an error message shows (a 100 kB value must not
 #: become a 100 kB line).
 EXCERPT_CHARS = 60
 
 
-def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     """``repr(value)`` cut to at most ``limit`` characters (with ``...`` and the full length).
 
     Use it wherever an error message shows a value that came from the user.
@@ -42,31 +47,31 @@ class ParameterError(ValueError):
         self.detail = detail
 
 
-def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
+def check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     """Return ``value`` as an int in ``[minimum, maximum]`` or raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ParameterError(name, f"must be an integer, got {excerpt(value)}")
-    value = int(value)
-    if value < minimum:
-        raise ParameterError(name, f"must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ParameterError(name, f"must be <= {maximum}, got {value}")
-    return value
+    number = int(value)
+    if number < minimum:
+        raise ParameterError(name, f"must be >= {minimum}, got {number}")
+    if maximum is not None and number > maximum:
+        raise ParameterError(name, f"must be <= {maximum}, got {number}")
+    return number
 
 
-def check_positive(name: str, value, maximum: float | None = None) -> float:
+def check_positive(name: str, value: object, maximum: float | None = None) -> float:
     """Return ``value`` as a finite float in ``(0, maximum]`` or raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterError(name, f"must be a number > 0, got {excerpt(value)}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ParameterError(name, f"must be a finite number > 0, got {excerpt(value)}")
-    if maximum is not None and value > maximum:
-        raise ParameterError(name, f"must be <= {maximum:g}, got {excerpt(value)}")
-    return value
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise ParameterError(name, f"must be a finite number > 0, got {excerpt(number)}")
+    if maximum is not None and number > maximum:
+        raise ParameterError(name, f"must be <= {maximum:g}, got {excerpt(number)}")
+    return number
 
 
-def parse_param(name: str, parse, value):
+def parse_param(name: str, parse: Callable[[T], R], value: T) -> R:
     """``parse(value)`` (a :mod:`magnum_lib.units` parser such as ``parse_duration``), with
     its ValueError or TypeError re-raised as a ParameterError naming ``name`` (so the CLI
     can name the flag)."""
@@ -76,9 +81,9 @@ def parse_param(name: str, parse, value):
         raise ParameterError(name, str(exc)) from None
 
 
-def check_choice(name: str, value, choices) -> str:
+def check_choice(name: str, value: object, choices: Collection[T]) -> T:
     """Return ``value`` if it is one of ``choices`` or raise ParameterError."""
     if value not in choices:
         accepted = ", ".join(repr(c) for c in choices)
         raise ParameterError(name, f"must be one of {accepted}, got {excerpt(value)}")
-    return value
+    return cast(T, value)  # one of the choices (the test above)

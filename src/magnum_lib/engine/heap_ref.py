@@ -9,29 +9,30 @@ from __future__ import annotations
 
 import heapq
 import operator
+from typing import SupportsIndex
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
 
-def _int64(value, name: str) -> int:
+def _int64(value: SupportsIndex, name: str) -> int:
     # Mirror the compiled heap's C conversion: integers only (TypeError), int64 range.
-    value = operator.index(value)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise OverflowError(f"{name}={value} does not fit in int64")
-    return value
+    number = operator.index(value)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise OverflowError(f"{name}={number} does not fit in int64")
+    return number
 
 
 #: Largest initial capacity (slots of 24 bytes: 1.6 GB); the heap still grows past it.
 MAX_INITIAL_CAPACITY = 2**26
 
 
-def check_capacity(capacity) -> int:
+def check_capacity(capacity: SupportsIndex) -> int:
     """The initial capacity as an int in ``[1, MAX_INITIAL_CAPACITY]`` (values < 1 mean 1)."""
-    capacity = operator.index(capacity)  # TypeError for 1.5, as for times
-    if capacity > MAX_INITIAL_CAPACITY:
-        raise ValueError(f"capacity must be <= {MAX_INITIAL_CAPACITY} slots, got {capacity}")
-    return max(capacity, 1)
+    slots = operator.index(capacity)  # TypeError for 1.5, as for times
+    if slots > MAX_INITIAL_CAPACITY:
+        raise ValueError(f"capacity must be <= {MAX_INITIAL_CAPACITY} slots, got {slots}")
+    return max(slots, 1)
 
 
 class EventHeap:
@@ -44,12 +45,12 @@ class EventHeap:
         Python lists grow by themselves.
     """
 
-    def __init__(self, capacity: int = 16):
+    def __init__(self, capacity: int = 16) -> None:
         check_capacity(capacity)
         self._items: list[tuple[int, int, int]] = []  # (time, seq, payload)
         self._next_seq = 0
 
-    def push(self, time, payload=0) -> None:
+    def push(self, time: SupportsIndex, payload: SupportsIndex = 0) -> None:
         """Add an event at ``time`` (int ns) carrying ``payload`` (int64)."""
         item = (_int64(time, "time"), self._next_seq, _int64(payload, "payload"))
         self._next_seq += 1
@@ -62,7 +63,7 @@ class EventHeap:
         time, _, payload = heapq.heappop(self._items)
         return time, payload
 
-    def replace(self, time, payload=0) -> tuple[int, int]:
+    def replace(self, time: SupportsIndex, payload: SupportsIndex = 0) -> tuple[int, int]:
         """Pop the earliest event and push a new one; return the popped ``(time_ns, payload)``.
 
         Equivalent to ``pop()`` then ``push(time, payload)`` (like ``heapq.heapreplace``).

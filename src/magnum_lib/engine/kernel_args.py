@@ -7,9 +7,10 @@ non-integer (TypeError: nothing is truncated) or an out-of-range value (ValueErr
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 
-def int_scalar(name: str, value, minimum: int, maximum: int) -> int:
+def int_scalar(name: str, value: object, minimum: int, maximum: int) -> int:
     """``value`` as a Python int in ``[minimum, maximum]`` (bools are not integers here)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
@@ -18,8 +19,8 @@ def int_scalar(name: str, value, minimum: int, maximum: int) -> int:
     return int(value)
 
 
-def int_array(name: str, value, length: int | None = None, minimum: int | None = None,
-              maximum: int | None = None) -> np.ndarray:
+def int_array(name: str, value: npt.ArrayLike, length: int | None = None, minimum: int | None = None,
+              maximum: int | None = None) -> npt.NDArray[np.int64]:
     """``value`` as a C-contiguous 1-D int64 array (of ``length``, values in range if given).
 
     Only integer dtypes that cast safely to int64 are accepted: a float (NaN, 1.5) or a

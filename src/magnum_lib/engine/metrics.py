@@ -9,16 +9,19 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from magnum_lib.engine.distributions import NS_PER_S
 
+__all__ = ["NS_PER_S", "LittleCheck", "batch_means", "littles_law", "mean_s", "percentiles_s", "utilization"]
 
-def mean_s(values_ns) -> float:
+
+def mean_s(values_ns: npt.ArrayLike) -> float:
     """Mean of an array of ns, in seconds."""
-    return float(np.mean(values_ns)) / NS_PER_S
+    return float(np.mean(np.asarray(values_ns))) / NS_PER_S
 
 
-def percentiles_s(values_ns, qs=(50, 95, 99)) -> tuple[float, ...]:
+def percentiles_s(values_ns: npt.ArrayLike, qs: tuple[float, ...] = (50, 95, 99)) -> tuple[float, ...]:
     """Percentiles ``qs`` (0-100) of a non-empty array of ns, in seconds.
 
     The same numbers as ``numpy.percentile(values_ns, qs)`` (its default linear
@@ -87,7 +90,7 @@ def littles_law(area_ns: int, makespan_ns: int, jobs: int, time_in_system_mean: 
     return LittleCheck(L, lam, time_in_system_mean, err)
 
 
-def batch_means(values, batches: int = 20) -> tuple[float, float]:
+def batch_means(values: npt.ArrayLike, batches: int = 20) -> tuple[float, float]:
     """Mean and its standard error by the method of batch means.
 
     Consecutive jobs in a queue are correlated, so the naive ``std / sqrt(n)``

@@ -8,7 +8,10 @@ are integer nanoseconds, so both backends give bit-identical results.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from magnum_lib.engine.heap_ref import EventHeap
 
@@ -19,7 +22,7 @@ MAX_SERVERS = 2**26  # the event heap holds one slot per server (24 bytes each)
 MAX_HORIZON_NS = 2**62  # half the int64 range: no time plus a gap can overflow
 
 
-def simulate_fifo(interarrival_ns, service_ns, servers: int) -> dict:
+def simulate_fifo(interarrival_ns: npt.ArrayLike, service_ns: npt.ArrayLike, servers: int) -> dict[str, Any]:
     """Run the queue and return per-job times and time integrals.
 
     Parameters
@@ -91,7 +94,7 @@ def simulate_fifo(interarrival_ns, service_ns, servers: int) -> dict:
     }
 
 
-def check_inputs(interarrival_ns, service_ns, servers: int) -> int:
+def check_inputs(interarrival_ns: npt.ArrayLike, service_ns: npt.ArrayLike, servers: int) -> int:
     """Validate the kernel arguments (both backends); return the number of jobs.
 
     Cheap whole-array checks, so that the loops may trust their input: equal lengths,

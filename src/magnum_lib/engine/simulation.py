@@ -10,8 +10,11 @@ import importlib
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import ModuleType
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from numpy.random import default_rng  # here, not at first use: wall_s times the run, not imports
 
 from magnum_lib._backend import backend as active_backend
@@ -25,7 +28,7 @@ MAX_JOBS = 100_000_000  # 10^8 jobs is about 5 GB of arrays: more is a mistake h
 MAX_RATE = 1e8
 
 
-def kernel(name: str | None = None):
+def kernel(name: str | None = None) -> ModuleType:
     """The queue kernel module for backend ``name`` (default: the active backend)."""
     name = active_backend() if name is None else check_choice("backend", name, tuple(_KERNELS))
     return importlib.import_module(_KERNELS[name])
@@ -78,7 +81,7 @@ class QueueResult:
         """Offered load per server, ``arrival_rate / (servers x service_rate)``."""
         return self.arrival_rate / (self.servers * self.service_rate)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The ``faux-magnum queue --json`` object: summary numbers plus ``backend``."""
         return {key: getattr(self, key) for key in JSON_KEYS}
 
@@ -87,13 +90,14 @@ JSON_KEYS = ("wait_mean", "time_in_system_mean", "p_wait", "utilization", "p50",
              "p99", "jobs", "events", "wall_s", "backend")
 
 
-def _seconds(values_ns: np.ndarray) -> np.ndarray:
-    out = values_ns / metrics.NS_PER_S
+def _seconds(values_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    out: npt.NDArray[np.float64] = values_ns / metrics.NS_PER_S
     out.flags.writeable = False
     return out
 
 
-def validate_queue(servers, arrival_rate, service_rate, service, cv, jobs, seed) -> tuple:
+def validate_queue(servers: object, arrival_rate: object, service_rate: object, service: object, cv: object,
+                   jobs: object, seed: object) -> tuple[int, float, float, str, float, int, int]:
     """Check ``simulate_queue``'s parameters; return them normalized.
 
     Raises
@@ -166,7 +170,7 @@ def simulate_queue(servers: int, arrival_rate: float, service_rate: float, servi
                      service=service, cv=cv, seed=seed, backend=name, started=start)
 
 
-def summarize(out: dict, *, started: float, **params) -> QueueResult:
+def summarize(out: dict[str, Any], *, started: float, **params: Any) -> QueueResult:
     """Turn a kernel's output dict into a :class:`QueueResult`."""
     wait_ns, tis_ns = out["wait"], out["time_in_system"]
     jobs = int(tis_ns.size)

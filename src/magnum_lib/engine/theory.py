@@ -7,6 +7,7 @@ system (load ``lam / (c mu) < 1``) and raises ``ValueError`` otherwise.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from magnum_lib.engine.errors import ParameterError, check_int, check_positive
 
@@ -74,7 +75,7 @@ def md1_wait_mean(lam: float, mu: float) -> float:
     return mg1_wait_mean(lam, 1.0 / mu, 0.0)
 
 
-def amdahl_speedup(parallel_fraction: float, n):
+def amdahl_speedup(parallel_fraction: float, n: npt.ArrayLike) -> float | npt.NDArray[np.float64]:
     """Amdahl's law: speed-up on ``n`` workers when ``parallel_fraction`` of the work scales.
 
     ``S(n) = 1 / ((1 - p) + p / n)``. ``n`` may be a number or an array (>= 1 each); the

@@ -17,12 +17,12 @@ from magnum_lib.gossip.bloom_ref import check_kernel_args
 cdef void _add(uint8_t[::1] bits, const uint64_t[::1] h1, const uint64_t[::1] h2,
                uint64_t m, int k) noexcept nogil:
     cdef intp_t j, n = h1.shape[0]
-    cdef int i
+    cdef int _i
     cdef uint64_t p, b
     for j in range(n):
         p = h1[j] % m
         b = h2[j] % (m - 1) + 1 if m > 1 else 0
-        for i in range(k):
+        for _i in range(k):
             bits[p >> 3] |= <uint8_t>(1 << (p & 7))
             # p + b < 2m <= 2**34: one subtraction replaces a modulo
             p += b
@@ -33,14 +33,14 @@ cdef void _add(uint8_t[::1] bits, const uint64_t[::1] h1, const uint64_t[::1] h2
 cdef void _contains(const uint8_t[::1] bits, const uint64_t[::1] h1, const uint64_t[::1] h2,
                     uint64_t m, int k, uint8_t[::1] out) noexcept nogil:
     cdef intp_t j, n = h1.shape[0]
-    cdef int i
+    cdef int _i
     cdef uint64_t p, b
     cdef uint8_t hit
     for j in range(n):
         p = h1[j] % m
         b = h2[j] % (m - 1) + 1 if m > 1 else 0
         hit = 1
-        for i in range(k):
+        for _i in range(k):
             if not (bits[p >> 3] >> (p & 7)) & 1:
                 hit = 0
                 break

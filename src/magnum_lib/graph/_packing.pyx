@@ -66,7 +66,7 @@ cdef int pack_core(const time_ns[::1] arrival, const time_ns[::1] reserve, const
         for r in range(n_res):
             j = resident[r]
             if nxt[j] < layer_ptr[j + 1] and (best < 0 or ready[j] < ready[best]
-                                               or (ready[j] == ready[best] and j < best)):
+                                              or (ready[j] == ready[best] and j < best)):
                 best = j
         if best >= 0 and ready[best] <= t:
             k = nxt[best]

@@ -23,7 +23,7 @@ cdef enum:
     LEVELS = 10  # TAIL_LEVELS
 
 assert (RANDOM, POWER_OF_D, STALE, BATCH, TAIL_LEVELS) == (C_RANDOM, C_POWER_OF_D, C_STALE,
-                                                          C_BATCH, LEVELS)
+                                                           C_BATCH, LEVELS)
 
 
 cdef struct Tail:
@@ -244,8 +244,8 @@ def simulate_supermarket(servers_, load_, policy_, choices_, tasks_, refresh_ns_
 cdef uint64_t run_placement(int64_t[::1] loads, int64_t decisions, intp_t choices,
                             intp_t[::1] perm, uint64_t state) noexcept nogil:
     cdef intp_t n = loads.shape[0], best
-    cdef int64_t i
-    for i in range(decisions):
+    cdef int64_t _i
+    for _i in range(decisions):
         best = sample_least(&perm[0], &loads[0], n, choices, &state)
         loads[best] += 1
     return state

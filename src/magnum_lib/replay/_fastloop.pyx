@@ -371,7 +371,7 @@ cdef int record_util(Ctx* c, int64_t t, double busy) noexcept nogil:
 cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
     # Demotions of running jobs and promotions of starving ones, in id order.
     cdef Py_ssize_t k, m = 0, a, b
-    cdef int64_t j, ran, x
+    cdef int64_t j, x
     cdef int64_t* ids = c.tmp
     if c.tjump:   # demotions are checked for every running job at every event, as Tiresias
         for k in range(c.nrun):
@@ -623,7 +623,9 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     c.ub = <double*> malloc(c.ucap * sizeof(double))
     c.heaps = <Heap*> malloc(c.nb * sizeof(Heap))
     if c.ut == NULL or c.ub == NULL or c.heaps == NULL:
-        free(c.ut); free(c.ub); free(c.heaps)
+        free(c.ut)
+        free(c.ub)
+        free(c.heaps)
         raise MemoryError("replay: out of memory")
     for b in range(c.nb):
         c.heaps[b].cap = 64

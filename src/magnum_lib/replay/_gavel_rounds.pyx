@@ -250,7 +250,7 @@ cdef void advance(S* s, int64_t t) noexcept nogil:
 cdef void fifo_allocation(S* s) noexcept nogil:
     """``FIFOPolicy.get_allocation`` (base mode, one type) on the active jobs."""
     cdef Py_ssize_t k, q = 0, nq = 0, nf = s.nfifo, a, b
-    cdef int64_t free = s.N[0], x, h, j
+    cdef int64_t n_free = s.N[0], x, h, j
     for k in range(s.na):                          # the queue: active, not in the allocation
         if not s.fifo_in[s.active[k]]:
             s.queue_tmp[nq] = s.active[k]
@@ -267,22 +267,22 @@ cdef void fifo_allocation(S* s) noexcept nogil:
     for k in range(nf):
         j = s.fifo_tmp[k]
         if not s.act_flag[j]:                      # finished: its slot goes to the head
-            if q < nq and s.gpus[s.queue_tmp[q]] <= free and s.thr[s.queue_tmp[q]] > 0.0:
+            if q < nq and s.gpus[s.queue_tmp[q]] <= n_free and s.thr[s.queue_tmp[q]] > 0.0:
                 h = s.queue_tmp[q]
                 q += 1
                 s.fifo_in[h] = 1
-                free -= s.gpus[h]
+                n_free -= s.gpus[h]
             s.fifo_in[j] = 0
         else:
-            free -= s.gpus[j]
-    while q < nq and free > 0:
+            n_free -= s.gpus[j]
+    while q < nq and n_free > 0:
         h = s.queue_tmp[q]
-        if s.gpus[h] > free:
+        if s.gpus[h] > n_free:
             break
         q += 1
         if s.thr[h] > 0.0:                         # (Gavel allocates only a job that runs there)
             s.fifo_in[h] = 1
-            free -= s.gpus[h]
+            n_free -= s.gpus[h]
     s.nfifo = 0                                    # members, rebuilt from the flags
     for k in range(nf):
         if s.fifo_in[s.fifo_tmp[k]]:

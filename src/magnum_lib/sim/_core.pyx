@@ -7,7 +7,7 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from magnum_lib._typedefs cimport time_ns, intp_t
+from magnum_lib._typedefs cimport intp_t
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
 from magnum_lib.node._dispatcher cimport most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node._hedge_rule cimport HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
@@ -168,11 +168,17 @@ cdef inline void sort_entries(HeapEntry* a, intp_t n) noexcept nogil:
     while hi - lo >= 16:
         m = lo + (hi - lo) // 2  # median of three as the pivot
         if heap_before(&a[m], &a[lo]):
-            x = a[m]; a[m] = a[lo]; a[lo] = x
+            x = a[m]
+            a[m] = a[lo]
+            a[lo] = x
         if heap_before(&a[hi], &a[lo]):
-            x = a[hi]; a[hi] = a[lo]; a[lo] = x
+            x = a[hi]
+            a[hi] = a[lo]
+            a[lo] = x
         if heap_before(&a[hi], &a[m]):
-            x = a[hi]; a[hi] = a[m]; a[m] = x
+            x = a[hi]
+            a[hi] = a[m]
+            a[m] = x
         pv = a[m]
         i = lo
         j = hi
@@ -182,7 +188,9 @@ cdef inline void sort_entries(HeapEntry* a, intp_t n) noexcept nogil:
             while heap_before(&pv, &a[j]):
                 j -= 1
             if i <= j:
-                x = a[i]; a[i] = a[j]; a[j] = x
+                x = a[i]
+                a[i] = a[j]
+                a[j] = x
                 i += 1
                 j -= 1
         if j - lo < hi - i:  # recurse into the smaller side, loop on the larger
@@ -277,38 +285,84 @@ cdef class Core:
          self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
          self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns,
          self.n_rank, self.resume_ns, self.part_leases) = vals
-        for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight",
-                     "view_busy", "view_train", "view_time", "view_ver", "snap_busy", "snap_train", "lag", "part", "own",
+        for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight", "view_busy",
+                     "view_train", "view_time", "view_ver", "snap_busy", "snap_train", "lag", "part", "own",
                      "own_tick", "nq_head", "nq_tail", "nq_len", "slot_off", "slot_copy", "slot_rank", "arr", "cls",
                      "status", "start", "finish", "node", "attempts", "ready", "expiry", "cq_next", "cstate", "cnode",
-                     "cstart", "cend", "cslot", "cborrow",
-                     "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key", "ring_node", "ring_off",
-                     "hint_off", "hint_nodes", "shard_node", "shard_dev", "shard_start", "shard_state",
-                     "node_shard_off", "service", "cls_prio", "cls_rank", "cls_setup", "type_nodes", "type_off", "cnt",
-                     "busy_type", "noise", "hnoise", "comp", "trace", "skip"):
+                     "cstart", "cend", "cslot", "cborrow", "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key",
+                     "ring_node", "ring_off", "hint_off", "hint_nodes", "shard_node", "shard_dev", "shard_start",
+                     "shard_state", "node_shard_off", "service", "cls_prio", "cls_rank", "cls_setup", "type_nodes",
+                     "type_off", "cnt", "busy_type", "noise", "hnoise", "comp", "trace", "skip"):
             a = A[name]
             if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
                 raise ValueError(f"A[{name!r}] must be a C-contiguous numpy array")
-        self.node_dev = A["node_dev"]; self.node_type = A["node_type"]; self.node_ckpt_ns = A["node_ckpt_ns"]
-        self.run = A["run"]; self.qlen = A["qlen"]; self.train = A["train"]; self.hold = A["hold"]
-        self.inflight = A["inflight"]; self.view_busy = A["view_busy"]; self.view_train = A["view_train"]
-        self.view_time = A["view_time"]; self.view_ver = A["view_ver"]; self.snap_busy = A["snap_busy"]; self.snap_train = A["snap_train"]
-        self.lag = A["lag"]; self.part = A["part"]; self.own = A["own"]; self.own_tick = A["own_tick"]
-        self.nq_head = A["nq_head"]; self.nq_tail = A["nq_tail"]; self.nq_len = A["nq_len"]
-        self.slot_off = A["slot_off"]; self.slot_copy = A["slot_copy"]; self.slot_rank = A["slot_rank"]
-        self.arr = A["arr"]; self.cls = A["cls"]
-        self.status = A["status"]; self.start = A["start"]; self.finish = A["finish"]; self.node = A["node"]
-        self.attempts = A["attempts"]; self.ready = A["ready"]; self.expiry = A["expiry"]
-        self.cq_next = A["cq_next"]; self.cend = A["cend"]; self.cslot = A["cslot"]; self.noise = A["noise"]; self.hnoise = A["hnoise"]; self.comp = A["comp"]
-        self.trace = A["trace"]; self.cstate = A["cstate"]; self.cnode = A["cnode"]; self.cstart = A["cstart"]
-        self.cborrow = A["cborrow"]; self.pool_nodes = A["pool_nodes"]; self.pool_off = A["pool_off"]
-        self.cpool = A["cpool"]; self.cpool_off = A["cpool_off"]; self.ring_key = A["ring_key"]
-        self.ring_node = A["ring_node"]; self.ring_off = A["ring_off"]; self.hint_off = A["hint_off"]
-        self.hint_nodes = A["hint_nodes"]; self.shard_node = A["shard_node"]; self.shard_dev = A["shard_dev"]
-        self.shard_start = A["shard_start"]; self.shard_state = A["shard_state"]
-        self.node_shard_off = A["node_shard_off"]; self.service = A["service"]; self.cls_prio = A["cls_prio"]; self.cls_rank = A["cls_rank"]
-        self.cls_setup = A["cls_setup"]; self.type_nodes = A["type_nodes"]; self.type_off = A["type_off"]
-        self.cnt = A["cnt"]; self.busy_type = A["busy_type"]; self.skip = A["skip"]
+        self.node_dev = A["node_dev"]
+        self.node_type = A["node_type"]
+        self.node_ckpt_ns = A["node_ckpt_ns"]
+        self.run = A["run"]
+        self.qlen = A["qlen"]
+        self.train = A["train"]
+        self.hold = A["hold"]
+        self.inflight = A["inflight"]
+        self.view_busy = A["view_busy"]
+        self.view_train = A["view_train"]
+        self.view_time = A["view_time"]
+        self.view_ver = A["view_ver"]
+        self.snap_busy = A["snap_busy"]
+        self.snap_train = A["snap_train"]
+        self.lag = A["lag"]
+        self.part = A["part"]
+        self.own = A["own"]
+        self.own_tick = A["own_tick"]
+        self.nq_head = A["nq_head"]
+        self.nq_tail = A["nq_tail"]
+        self.nq_len = A["nq_len"]
+        self.slot_off = A["slot_off"]
+        self.slot_copy = A["slot_copy"]
+        self.slot_rank = A["slot_rank"]
+        self.arr = A["arr"]
+        self.cls = A["cls"]
+        self.status = A["status"]
+        self.start = A["start"]
+        self.finish = A["finish"]
+        self.node = A["node"]
+        self.attempts = A["attempts"]
+        self.ready = A["ready"]
+        self.expiry = A["expiry"]
+        self.cq_next = A["cq_next"]
+        self.cend = A["cend"]
+        self.cslot = A["cslot"]
+        self.noise = A["noise"]
+        self.hnoise = A["hnoise"]
+        self.comp = A["comp"]
+        self.trace = A["trace"]
+        self.cstate = A["cstate"]
+        self.cnode = A["cnode"]
+        self.cstart = A["cstart"]
+        self.cborrow = A["cborrow"]
+        self.pool_nodes = A["pool_nodes"]
+        self.pool_off = A["pool_off"]
+        self.cpool = A["cpool"]
+        self.cpool_off = A["cpool_off"]
+        self.ring_key = A["ring_key"]
+        self.ring_node = A["ring_node"]
+        self.ring_off = A["ring_off"]
+        self.hint_off = A["hint_off"]
+        self.hint_nodes = A["hint_nodes"]
+        self.shard_node = A["shard_node"]
+        self.shard_dev = A["shard_dev"]
+        self.shard_start = A["shard_start"]
+        self.shard_state = A["shard_state"]
+        self.node_shard_off = A["node_shard_off"]
+        self.service = A["service"]
+        self.cls_prio = A["cls_prio"]
+        self.cls_rank = A["cls_rank"]
+        self.cls_setup = A["cls_setup"]
+        self.type_nodes = A["type_nodes"]
+        self.type_off = A["type_off"]
+        self.cnt = A["cnt"]
+        self.busy_type = A["busy_type"]
+        self.skip = A["skip"]
         self.rng = <uint64_t> self.seed * <uint64_t> 0x9E3779B97F4A7C15 + 1
         if self.rng == 0:
             self.rng = 1
@@ -505,7 +559,7 @@ cdef class Core:
 
     # -- placement -----------------------------------------------------------------
     cdef int64_t _pick_random(self, int64_t s, int64_t lo, int64_t n, bint cp, int64_t* t_left) noexcept nogil:
-        cdef int64_t last = 0, k, i, j, lim = n if n < self.scan_limit else self.scan_limit, ex = 0
+        cdef int64_t last = 0, k, i, _j, lim = n if n < self.scan_limit else self.scan_limit, ex = 0
         cdef int64_t found = -1
         while t_left[0] > 0:
             t_left[0] -= 1
@@ -518,7 +572,7 @@ cdef class Core:
                 break
         if found < 0:
             k = last
-            for j in range(lim):  # k = (last + j) % n without a division
+            for _j in range(lim):  # k = (last + j) % n without a division
                 ex += 1
                 i = self.pool_nodes[lo + k]
                 k += 1
@@ -532,7 +586,7 @@ cdef class Core:
 
     cdef int64_t _place_pool(self, int64_t s, int64_t r, int64_t pool, bint cp) noexcept nogil:
         cdef int64_t lo = self.pool_off[pool], hi = self.pool_off[pool + 1], n, pol, best, best_av, k, i, av
-        cdef int64_t rlo, rhi, a, b, m, j, key, left, bb
+        cdef int64_t rlo, rhi, a, m, j, key, left, bb
         n = hi - lo
         if n == 0:
             return -1
@@ -570,7 +624,7 @@ cdef class Core:
         return better_of_two(a, self._avail(s, a, cp), bb, self._avail(s, bb, cp))  # regional/_place_rule.pxd
 
     cdef int64_t _place(self, int64_t s, int64_t r) noexcept nogil:
-        cdef int64_t c = self.cls[r], h, i, k, q, npass, ps, lo, nh, best
+        cdef int64_t c = self.cls[r], _h, i, k, q, npass, ps, lo, nh, best
         cdef bint may_preempt = self.preempt != PRE_NONE and self.cls_prio[c] > self.train_prio
         cdef bint cp
         npass = 2 if may_preempt else 1
@@ -580,10 +634,11 @@ cdef class Core:
                 lo = self.hint_off[c]
                 nh = self.hint_off[c + 1] - lo
                 best = -1
-                for h in range(2 if nh > 0 else 0):
+                for _h in range(2 if nh > 0 else 0):
                     i = self.hint_nodes[lo + <int64_t> self._rand(nh)]
                     self.cnt[K_EXAMINED] += 1
-                    if i >= 0 and self._avail(s, i, cp) > 0 and (best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
+                    if i >= 0 and self._avail(s, i, cp) > 0 and (
+                            best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
                         best = i
                 if best >= 0:
                     return best
@@ -830,7 +885,7 @@ cdef class Core:
 
     cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
         cdef int64_t i = self.node[r], tv, c, sh, d, ck, lo, hi, prio, last_p
-        cdef int64_t v = -1, v_prio, off, cp, tb, slot, borrowed, free
+        cdef int64_t v = -1, v_prio, off, cp, tb, slot, borrowed, n_free
         cdef int verdict
         cdef VictimSlots vs
         if self.view_mode == VIEW_FRESH:
@@ -844,12 +899,12 @@ cdef class Core:
             return
         c = self.cls[r]
         prio = self.cls_prio[c]
-        free = self._free(i)
+        n_free = self._free(i)
         # The victim (see core_ref): the dispatcher's pause rule over the running inference
         # copies (node/_dispatcher.pxd pause_victim); training first when no more urgent.
         v_prio = prio
         off = self.slot_off[i]
-        if free == 0 and self.preempt == PRE_MICRO and self.run[i] > 0:
+        if n_free == 0 and self.preempt == PRE_MICRO and self.run[i] > 0:
             v = pause_victim(&self.slot_rank[off], self.node_dev[i], self.cls_rank[c])
             if v >= 0:
                 v_prio = self.cls_prio[self.cls[self.slot_copy[off + v] >> 1]]
@@ -857,7 +912,7 @@ cdef class Core:
             v = -1
             v_prio = self.train_prio
         # The validator's rule (regional/_lease_rule.pxd): one device, the victim's priority.
-        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE, v_prio, prio)
+        verdict = lease_verdict(n_free, 1, self.preempt != PRE_NONE, v_prio, prio)
         if verdict == LR_ACCEPT:
             self.cnt[K_ACCEPT] += 1
             self._accept_start(r, i, tv, tv, 0, 0, -1)
@@ -975,14 +1030,14 @@ cdef class Core:
         self._trace(r, t, TR_FINISH, i)
 
     cdef void _hedge(self, int64_t r, int64_t t) noexcept nogil:
-        cdef int64_t i0, ct, lo, hi, best = -1, k, j
+        cdef int64_t i0, ct, lo, hi, best = -1, _k, j
         if self.status[r] != ST_RUN:
             return
         i0 = self.cnode[2 * r]
         ct = self.cls[r] * self.n_types + self.node_type[i0]  # same type, able to serve the class
         lo = self.type_off[ct]
         hi = self.type_off[ct + 1]
-        for k in range(HEDGE_PROBES):  # node/_hedge_rule.pxd
+        for _k in range(HEDGE_PROBES):  # node/_hedge_rule.pxd
             j = self.type_nodes[lo + <int64_t> self._rand(hi - lo)]
             if takes_copy(j, i0, self._free(j)):
                 best = j

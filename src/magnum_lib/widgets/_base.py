@@ -113,26 +113,15 @@ class BlittedExplorer(Explorer):
     """An explorer whose multi-panel figure is blitted, for speed.
 
     Subclasses set ``self._axes`` (the axes) and ``self._animated`` (the artists that
-    change, created with ``animated=True``) before the first :meth:`update`.
+    change, created with ``animated=True``) before the first :meth:`update`. The update is
+    :meth:`Explorer.update`; only :meth:`_render` differs: the axes, ticks and legends are
+    drawn once and cached, and a change redraws only the data artists and titles onto the
+    cached background (a full redraw only when an axis range changes). Every text render
+    costs milliseconds, and three panels carry many of them.
     """
 
     _background = None
     _limits = None
-
-    def update(self):
-        """As :meth:`Explorer.update`, but blitted: the axes, ticks and legends are drawn
-        once and cached; a change redraws only the data artists and titles onto the cached
-        background (a full redraw only when an axis range changes). Every text render
-        costs milliseconds, and three panels carry many of them."""
-        if not self.updates:
-            style.finish(self.figure)
-        scenario = self.evaluate()
-        self.scenario = scenario
-        self.draw(scenario)
-        self.readout.value = self.readout_html(scenario)
-        self.image.value = self._render()
-        self.updates += 1
-        return scenario
 
     def _render(self) -> bytes:
         canvas = self.figure.canvas
