@@ -52,6 +52,11 @@ class ServingRequests:
             if p.dtype != np.int64 or p.size != n + 1 or p[0] != 0 or np.any(np.diff(p) < 0) \
                     or p[-1] != self.hash_ids.size or self.hash_ids.dtype != np.int64:
                 raise ParameterError("hash_ptr", "must be int64 CSR offsets 0..len(hash_ids), one per request + 1")
+            hb = check_int("hash_block", self.hash_block, 1, MAX_TOKENS)
+            if n and np.any(np.diff(p) != -(-self.prompt // hb)):
+                i = int(np.argmax(np.diff(p) != -(-self.prompt // hb)))
+                raise ParameterError("hash_ids", f"request {i}: expected one hash per {hb}-token prompt block "
+                                                 f"(ceil(prompt / {hb})), got {int(p[i + 1] - p[i])}")
 
     def __len__(self) -> int:
         return int(self.arrival_ns.size)

@@ -174,7 +174,7 @@ class _Sim:
         self.first, self.finish = [-1] * n, [-1] * n
         self.routed, self.drep = [-1] * n, [-1] * n
         self.hit, self.npre, self.admitted = [0] * n, [0] * n, [False] * n
-        self.c = dict(iterations=0, prefill_tokens=0, decode_tokens=0, output_tokens=0, cached_tokens=0,
+        self.c = dict(iterations=0, prefill_tokens=0, prefill_completions=0, decode_tokens=0, output_tokens=0, cached_tokens=0,
                       preempt_recompute=0, preempt_swap=0, swap_tokens=0, transfer_tokens=0, refused=0)
         self.heap: list = []
         self.seq = 0
@@ -250,6 +250,7 @@ class _Sim:
                         k += 1
                 if self.computed[r] < self.target[r]:
                     continue
+                self.c["prefill_completions"] += 1
             else:
                 self.c["decode_tokens"] += 1
             self.gen[r] += 1
