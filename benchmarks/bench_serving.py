@@ -8,7 +8,7 @@ batching mode. Prints one JSON object.
 machine); ``requests_per_s`` and ``iterations_per_s`` are simulated requests and replica
 iterations per CPU second. There is no compiled loop yet (the issue's target is the whole
 trace, 19,366 requests, through 8 replicas in under 1 s). The peer, Vidur
-(github.com/microsoft/vidur), is recorded as not measured with the reason.
+(github.com/microsoft/vidur), is recorded as not measured, with the reason.
 """
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ import time
 from magnum_lib.serving import load_trace, make_replica, simulate, summarize
 
 VIDUR = {"measured": False, "reason": (
-    "Vidur needs pandas, scikit-learn, wandb, ddsketch, plotly and kaleido (none is a dependency of "
-    "this project) and predicts kernel times from its own GPU profiles with scikit-learn models, "
-    "not a roofline: its figures would measure its profiles, not our loop; not run")}
+    "not runnable here: the fetched snapshot of github.com/microsoft/vidur (commit 7d47513) lacks its "
+    "attention profiles (data/profiling/compute/*/*/attention.csv, its largest files, listed but absent), "
+    "from which its random-forest execution-time predictor is trained; its model shapes for Llama 3 8B "
+    "and 70B (vidur/config/model_config.py) equal ours")}
 
 
 def main():
