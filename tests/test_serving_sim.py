@@ -25,14 +25,22 @@ def decode_chain(spec, p, o):
     return sum(ns(spec.batch_cost([1], [p + k]).time_s) for k in range(o - 1))
 
 
+@pytest.mark.parametrize("model, tp", [("llama3_8b", 1), ("llama3_70b", 4), ("mixtral", 2)])
 @pytest.mark.parametrize("batching", ["static", "continuous", "chunked"])
-def test_one_request_on_an_idle_replica(batching):
-    spec = make_replica("llama3_8b", "h100", 1)
+def test_one_request_on_an_idle_replica(batching, model, tp):
+    spec = make_replica(model, "h100", tp)
     p, o, t0 = 900, 6, 12_345
     res = simulate(reqs([t0], [p], [o]), spec, batching=batching, token_budget=4096)
     assert res.first_token_ns[0] - t0 == ns(spec.prefill_time(p))      # TTFT = the prefill
     assert res.finish_ns[0] - res.first_token_ns[0] == decode_chain(spec, p, o)
     assert res.counters["iterations"] == o
+    s = summarize(res)
+    busy = res.finish_ns[0] - t0  # one request alone: the replica is busy from arrival to finish
+    assert s["energy_j_per_token"] == pytest.approx(busy / NS * tp * 700 / o, rel=1e-12)
+    assert s["tpot_ms"]["p50"] == pytest.approx(decode_chain(spec, p, o) / (o - 1) / 1e6, rel=1e-12)
+    # pages in use during each iteration (allocated at its start): the prompt's, then the
+    # context's with the step's new token
+    assert list(res.kv_used) == [-(-p // 16)] + [-(-(p + k + 1) // 16) for k in range(o - 1)]
 
 
 def test_chunked_prefill_splits_into_budget_sized_iterations():
@@ -176,3 +184,19 @@ def test_disaggregation_wins_goodput_when_slos_are_tight_and_loses_when_loose():
     tight, loose = (0.2, 0.008), (5.0, 0.2)
     assert attainment(400, 60, tight, disaggregate=(2, 2)) >= 0.9 > attainment(400, 60, tight, replicas=4)
     assert attainment(1500, 150, loose, replicas=4) >= 0.9 > attainment(1500, 150, loose, disaggregate=(2, 2))
+
+
+def test_distserve_goodput_is_the_highest_rate_meeting_the_target():
+    from magnum_lib.serving import distserve_goodput
+
+    spec = make_replica("llama3_8b", "h100", 1)
+    r = generate_requests(200, 10.0, prompt_mean=1500, output_mean=100, sigma=0.7, seed=2)
+    g = distserve_goodput(r, spec, [1, 3, 6, 12], 0.2, 0.008, replicas=2)
+    att = g["attainment"]
+    assert att == {s: summarize(simulate(r.scaled(s), spec, replicas=2), 0.2, 0.008)["slo_attainment"]
+                   for s in (1, 3, 6, 12)}
+    passing = [s for s, a in att.items() if a >= 0.9]
+    assert passing and g["rate_scale"] == max(passing) and max(passing) < 12
+    assert g["rate_rps_per_gpu"] == pytest.approx(len(r) / r.duration_s * g["rate_scale"] / 2)
+    with pytest.raises(ParameterError, match="rate_scales must hold at least one"):
+        distserve_goodput(r, spec, [])

@@ -12,7 +12,8 @@ Definitions (per request, over the requests that finished):
   attainment stays >= a target (90%); :func:`summarize` reports the attainment at the
   given rate, and a sweep over ``rate_scale`` finds DistServe's figure.
 * Throughput = output tokens / run time. KV utilization = pages holding KV (sequences'
-  and resident prefix entries') / pages, sampled at every iteration start and weighted
+  and resident prefix entries', including those the iteration's new tokens take) / pages,
+  sampled at every iteration start and weighted
   by the time to the replica's next sample.
 * Energy = busy time x ``tp`` x TDP (idle draw left out: an upper bound while busy, a
   lower one for the fleet).
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import check_positive
-from magnum_lib.serving.serve_ref import DONE, REFUSED, ServingResult
+from magnum_lib.engine.errors import ParameterError, check_positive
+from magnum_lib.serving.serve_ref import DONE, REFUSED, ServingResult, simulate
 
-__all__ = ["PERCENTILES", "latencies", "kv_utilization", "summarize"]
+__all__ = ["PERCENTILES", "latencies", "kv_utilization", "summarize", "distserve_goodput"]
 
 NS = 1e9
 PERCENTILES = (50, 90, 99, 99.9)
@@ -93,3 +94,27 @@ def summarize(res: ServingResult, slo_ttft_s: float = 2.0, slo_tpot_s: float = 0
         "energy_j_per_token": energy / c["output_tokens"] if c["output_tokens"] else None,
         "gpus": res.n_gpus, "simulated_s": span_s, "iterations": c["iterations"], "config": res.config,
     }
+
+
+def distserve_goodput(requests, replica, rate_scales, slo_ttft_s: float = 2.0, slo_tpot_s: float = 0.1,
+                      target: float = 0.9, **simulate_kw) -> dict:
+    """DistServe's goodput: the highest arrival rate (of ``requests`` scaled by each of
+    ``rate_scales``) whose SLO attainment is >= ``target``, per GPU.
+
+    Returns ``{"rate_rps_per_gpu", "rate_scale", "attainment": {scale: attainment}}``;
+    ``rate_scale`` is None (and the rate 0) when no scale meets the target.
+    """
+    if not 0 < target <= 1:
+        raise ParameterError("target", f"must be in (0, 1], got {target!r}")
+    scales = sorted(check_positive("rate_scales[]", s, 1e6) for s in rate_scales)
+    if not scales:
+        raise ParameterError("rate_scales", "must hold at least one scale")
+    attained, best, gpus = {}, None, 1
+    for s in scales:
+        res = simulate(requests.scaled(s), replica, **simulate_kw)
+        gpus = res.n_gpus
+        attained[s] = summarize(res, slo_ttft_s, slo_tpot_s)["slo_attainment"]
+        if attained[s] >= target:
+            best = s
+    rate = len(requests) / requests.duration_s * best / gpus if best and requests.duration_s > 0 else 0.0
+    return {"rate_rps_per_gpu": rate, "rate_scale": best, "attainment": attained}
