@@ -200,3 +200,11 @@ def test_distserve_goodput_is_the_highest_rate_meeting_the_target():
     assert g["rate_rps_per_gpu"] == pytest.approx(len(r) / r.duration_s * g["rate_scale"] / 2)
     with pytest.raises(ParameterError, match="rate_scales must hold at least one"):
         distserve_goodput(r, spec, [])
+
+
+def test_progress_bar_does_not_change_the_run(capsys):
+    spec = make_replica("llama3_8b", "h100", 1)
+    r = generate_requests(1200, 50.0, output_mean=20, seed=0)
+    a, b = simulate(r, spec, progress=True), simulate(r, spec, progress=False)
+    assert np.array_equal(a.finish_ns, b.finish_ns)
+    assert "serve continuous" in capsys.readouterr().err

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from magnum_lib.commands._common import NAME, SEED, Duration, FlagType, Float, InputFile, Int, Text, print_table
@@ -122,7 +123,7 @@ def _run_serve(args) -> int:
     res = simulate(reqs, spec, replicas=args.replicas, batching=args.batching, max_batch=args.max_batch,
                    token_budget=args.token_budget, preemption=args.preemption,
                    prefix_cache=not args.no_prefix_cache, disaggregate=args.disaggregate, router=router,
-                   seed=args.seed)
+                   seed=args.seed, progress=sys.stderr.isatty() and len(reqs) > 5000)
     out = summarize(res, _seconds("slo_ttft", args.slo_ttft), _seconds("slo_tpot", args.slo_tpot))
     out.update(trace=args.trace, model=spec.model.key, device=spec.device.key, tp=spec.tp,
                kv_blocks=spec.kv_blocks, wall_s=round(time.perf_counter() - t0, 3))

@@ -413,9 +413,9 @@ class _Sim:
         self._push(t + dur, 0, rep.idx)
 
     # ---------------------------------------------------------------- the loop
-    def run(self, horizon_ns):
+    def run(self, horizon_ns, bar=None):
         arrival = self.reqs.arrival_ns.tolist()
-        n, nxt, t_last, area = len(arrival), 0, 0, 0
+        n, nxt, t_last, area, shown = len(arrival), 0, 0, 0, 0
         inf = 1 << 62
         while True:
             t = min(self.heap[0][0] if self.heap else inf, arrival[nxt] if nxt < n else inf)
@@ -436,6 +436,9 @@ class _Sim:
                 if rep is not None:
                     dirty.add(rep.idx)
                 nxt += 1
+            if bar is not None and nxt - shown >= 500:
+                bar.update(nxt - shown)
+                shown = nxt
             for i in sorted(dirty):
                 if not self.reps[i].busy:
                     self.start_iteration(self.reps[i], t)
@@ -445,11 +448,12 @@ class _Sim:
 def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int = 1, batching: str = "continuous",
              max_batch: int = 256, token_budget: int = 512, preemption: str = "recompute",
              prefix_cache: bool = True, disaggregate: tuple | None = None, router="round-robin",
-             seed: int = 0, horizon_s: float | None = None) -> ServingResult:
+             seed: int = 0, horizon_s: float | None = None, progress: bool | None = None) -> ServingResult:
     """Serve ``requests`` on ``replicas`` copies of ``replica`` (see the module docstring).
 
     ``disaggregate=(P, D)`` splits ``P + D`` replicas (``replicas`` is then ignored);
-    ``horizon_s`` stops the run at that simulated time (later events are left undone).
+    ``horizon_s`` stops the run at that simulated time (later events are left undone);
+    ``progress``: a tqdm bar over arrivals (None: only for more than 20,000 requests).
     """
     if not isinstance(requests, ServingRequests):
         raise ParameterError("requests", f"must be a ServingRequests, got {type(requests).__name__}")
@@ -473,7 +477,16 @@ def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int =
     router = make_router(router)
     sim = _Sim(requests, replica, n_rep, n_p, batching, max_batch, token_budget, preemption, prefix_cache,
                router, seed)
-    end, area = sim.run(horizon_ns)
+    bar = None
+    if (len(requests) > 20_000) if progress is None else bool(progress):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(requests), desc=f"serve {sim.batching}", unit="req", leave=False)
+    try:
+        end, area = sim.run(horizon_ns, bar)
+    finally:
+        if bar is not None:
+            bar.close()
     i64 = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
     return ServingResult(
         requests=requests, replica=replica, n_replicas=n_rep, n_prefill=n_p, status=i64(sim.status),
