@@ -31,7 +31,8 @@ Semantics (a compiled twin must reproduce them exactly)
   admission the longest resident chain of the prompt's full blocks is reused (capped so
   that at least one token is computed); every full block a prefill completes is added.
 * Disaggregation ``(P, D)``: replicas ``0..P-1`` prefill, ``P..P+D-1`` decode. A request
-  routed to a prefill replica leaves it with its first token; its KV travels over
+  routed to a prefill replica leaves it with its first token, and its pages there are
+  freed at once (as if the copy left from a staging buffer); its KV travels over
   ``transfer_link`` to a decode replica the router picks, which admits it like a swap-in
   without the copy cost.
 """
