@@ -82,3 +82,23 @@ def test_router_arguments():
         PrefixAware(prefix_weight=-1)
     with pytest.raises(ValueError, match="router must be a name"):
         simulate(REQS, SPEC, router=42)
+
+
+def test_a_prefill_replica_counts_only_prompt_and_first_token():
+    from magnum_lib.serving import ServingRequests
+
+    seen = []
+
+    class Look(Router):
+        name = "look"
+
+        def route(self, view, request):
+            seen.append((view.candidates, view.outstanding_tokens(0), view.outstanding_tokens(1)))
+            return view.candidates[0]
+
+    r = ServingRequests(np.array([0, 1], np.int64), np.array([300, 50], np.int64), np.array([10, 5], np.int64))
+    simulate(r, SPEC, disaggregate=(1, 1), router=Look())
+    # request 1 arrives 1 ns after request 0: replica 0 holds 300 + 1 tokens of work, not 300 + 10;
+    # at request 0's hand-off its 9 remaining tokens move to the decode replica
+    assert seen[:2] == [((0,), 0, 0), ((0,), 301, 0)]
+    assert seen[2] == ((1,), 50 + 1, 0) and seen[3][0] == (1,) and seen[3][2] == 9

@@ -219,7 +219,8 @@ class _Sim:
         rep = self.reps[i]
         self.routed[r], self.status[r], self.target[r] = i, WAITING, self.prompt[r]
         rep.waiting.append(r)
-        rep.outstanding += self._remaining(r)
+        # a prefill replica counts the prompt and the first token only: the rest is decoded elsewhere
+        rep.outstanding += self._remaining(r) - (self.output[r] - 1 if rep.role == "prefill" else 0)
         self.in_system += 1
         return rep
 
@@ -273,7 +274,6 @@ class _Sim:
         rep.running.remove(r)
         self._release(rep, r)
         rem = self._remaining(r)
-        rep.outstanding -= rem
         d = self._route(r, self.decode_cands)
         self.drep[r], self.status[r] = d, TRANSFER
         self.reps[d].outstanding += rem
