@@ -48,3 +48,12 @@ def test_errors_are_one_line(capsys, extra, msg):
         assert rc == 0 and '"refused": 60' in out.out
     else:
         assert rc == 2 and out.err.count("\n") == 1 and msg in out.err and out.out == ""
+
+
+def test_model_choices_are_the_catalogs_names(capsys):
+    from magnum_lib.commands.serve import _MODELS
+    from magnum_lib.serving import default_models
+
+    cat = default_models()
+    assert set(_MODELS) == {n for k in cat for n in (k, *cat[k].aliases)}
+    assert cli_json(capsys, replaced(BASE, ["--model", "llama3-8b"]))["model"] == "llama3_8b"

@@ -101,7 +101,8 @@ def test_too_long_for_the_cache_is_refused_with_nothing_else_changed():
     spec = make_replica("llama3_8b", "h100", 1, kv_blocks=10, block_size=16)  # 160 tokens
     res = simulate(reqs([0, 0], [150, 100], [11, 10]), spec)
     assert list(res.status) == [REFUSED, DONE] and res.first_token_ns[0] == -1
-    assert summarize(res)["refused"] == 1
+    s = summarize(res)
+    assert s["refused"] == 1 and s["refused_because"] == "prompt + output longer than a replica's KV cache (10 pages of 16 tokens)"
 
 
 @pytest.mark.parametrize("mode", ["recompute", "swap"])

@@ -9,7 +9,9 @@ import time
 from magnum_lib.commands._common import NAME, SEED, Duration, FlagType, Float, InputFile, Int, Text, print_table
 from magnum_lib.engine.errors import ParameterError, excerpt
 
-_MODELS = ("llama3_8b", "llama3_70b", "mixtral_8x7b")
+#: The catalog's keys and aliases (data/models.yaml; tests/test_serving_cli.py keeps them equal).
+_MODELS = ("llama3_8b", "llama3-8b", "llama-3-8b", "llama3_70b", "llama3-70b", "llama-3-70b",
+           "mixtral_8x7b", "mixtral-8x7b", "mixtral")
 _TRACES = ("azure-code", "azure-conv", "mooncake-conv", "mooncake-synth")
 _HOUR_NS = 3600 * 10**9
 
@@ -50,7 +52,8 @@ def add(subparsers) -> None:
                    help="the trace's first N requests (default: 1000)")
     p.add_argument("--rate-scale", default="1", metavar="X", type=Float(1e-3, 1e3),
                    help="arrivals X times as fast (default: 1)")
-    p.add_argument("--model", default="llama3_70b", choices=_MODELS, help="model (default: llama3_70b)")
+    p.add_argument("--model", default="llama3_70b", choices=_MODELS, metavar="MODEL",
+                   help=f"model: {', '.join(_MODELS)} (default: llama3_70b)")
     p.add_argument("--device", default="h100_sxm", metavar="NAME", type=Text(NAME, "a catalog device name",
                                                                              example="h100"),
                    help="accelerator from the hardware catalog (default: h100_sxm)")

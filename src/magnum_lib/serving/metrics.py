@@ -82,6 +82,8 @@ def summarize(res: ServingResult, slo_ttft_s: float = 2.0, slo_tpot_s: float = 0
     energy = float(np.sum(busy_s) * res.replica.power_w)
     return {
         "requests": n, "finished": int(lat["done"].sum()), "refused": int(np.sum(res.status == REFUSED)),
+        "refused_because": (f"prompt + output longer than a replica's KV cache ({res.replica.kv_blocks:,} pages "
+                            f"of {res.replica.block_size} tokens)") if np.any(res.status == REFUSED) else None,
         "in_flight": n - int(lat["done"].sum()) - int(np.sum(res.status == REFUSED)),
         "ttft_ms": _pcts(lat["ttft_s"]), "tpot_ms": _pcts(lat["tpot_s"]), "e2e_ms": _pcts(lat["e2e_s"]),
         "slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s,
