@@ -209,3 +209,9 @@ def test_progress_bar_does_not_change_the_run(capsys):
     a, b = simulate(r, spec, progress=True), simulate(r, spec, progress=False)
     assert np.array_equal(a.finish_ns, b.finish_ns)
     assert "serve continuous" in capsys.readouterr().err
+
+
+def test_an_empty_trace_is_an_empty_run():
+    s = summarize(simulate(generate_requests(0, 1.0), make_replica(), replicas=2))
+    assert s["finished"] == 0 and s["ttft_ms"]["p99"] is None and s["energy_j_per_token"] is None
+    assert s["goodput_rps_per_gpu"] == 0 and s["kv_utilization"]["mean"] == 0
