@@ -7,8 +7,8 @@ from magnum_lib.serving import load_azure_llm, load_mooncake, load_trace, make_r
 
 @pytest.mark.needs_traces
 def test_azure_counts_and_splitwise_medians():
-    # Splitwise (Patel et al., ISCA 2024), section III: median prompt 1500 (coding) / 1020
-    # (conversation) tokens, median output 13 / 129 tokens; counts from the dataset's README
+    # Splitwise (Patel et al., ISCA 2024) characterizes these traces: median prompt about 1500
+    # (coding) / 1020 (conversation) tokens, median output 13 / 129 tokens; counts from the README
     code, conv = load_azure_llm("code"), load_azure_llm("conv")
     assert (len(code), len(conv)) == (8819, 19366)
     assert np.median(code.prompt) == pytest.approx(1500, rel=0.03) and np.median(code.output) == 13
@@ -18,11 +18,29 @@ def test_azure_counts_and_splitwise_medians():
 
 @pytest.mark.needs_traces
 def test_mooncake_counts_means_and_blocks():
-    # Mooncake's FAST'25 trace README: average input 12035 tokens, output 343, 12,031 requests
-    conv = load_mooncake("conversation")
+    # Mooncake (Qin et al., FAST 2025), its table of the released traces: average input 12035 /
+    # output 343 tokens for the conversation trace, 15325 / 149 for the synthetic one
+    conv, syn = load_mooncake("conversation"), load_mooncake("synthetic")
     assert len(conv) == 12031 and round(conv.prompt.mean()) == 12035 and round(conv.output.mean()) == 343
+    assert len(syn) == 3993 and round(syn.prompt.mean()) == 15325 and round(syn.output.mean()) == 149
     assert conv.hash_block == 512 and np.array_equal(np.diff(conv.hash_ptr), -(-conv.prompt // 512))
-    assert len(load_mooncake("synthetic")) == 3993
+
+
+@pytest.mark.needs_traces
+def test_mooncake_conversation_reuse_with_an_unbounded_cache():
+    # The same table gives a 40% cache ratio for the conversation trace. An unbounded cache over
+    # the whole trace reuses 37% of prompt tokens here: we count full 512-token blocks only and
+    # always compute a prompt's last token, so a little less than the paper's block-level figure.
+    conv = load_mooncake("conversation")
+    seen, hit = set(), 0
+    for i in range(len(conv)):
+        p, h = int(conv.prompt[i]), conv.hashes(i)
+        j = 0
+        while j < (p - 1) // 512 and int(h[j]) in seen:
+            j += 1
+        hit += 512 * j
+        seen.update(int(x) for x in h[:p // 512])
+    assert 0.35 < hit / conv.prompt.sum() < 0.40
 
 
 @pytest.mark.needs_traces
