@@ -89,6 +89,8 @@ BASES = {
     "reserve": [(["reserve", "@MANIFEST"], "*")],
     "replay": [(["replay", "--trace", "tiresias", "--policy", "las", "--max-jobs", "20"], "*")],
     "simulate": [(["simulate", "--cluster", "classroom", "--duration", "5ms", "--json"], "*")],
+    "serve": [(["serve", "--trace", "azure-code", "--requests", "20", "--model", "llama3_8b", "--tp", "1",
+               "--replicas", "1"], "*")],
 }
 
 

@@ -91,7 +91,8 @@ def test_readme_commands_are_extracted_with_the_traces_marker():
     assert "--lease_timeout=100ms" in lease and "#" not in lease
     # the commands that read the public traces are marked (and only those)
     reads_traces = lambda c: (c.startswith("faux-magnum hetero --trace gavel")  # noqa: E731
-                              or (c.startswith("faux-magnum replay") and "--trace sample" not in c))
+                              or (c.startswith("faux-magnum replay") and "--trace sample" not in c)
+                              or c.startswith("faux-magnum serve"))
     assert [c for c, needs in commands if needs] == [c for c, _ in commands if reads_traces(c)]
     assert any(needs for _, needs in commands)
     assert "faux-magnum reserve article --device mtia_v2" in [c for c, _ in commands]

@@ -60,6 +60,14 @@ SOURCES = {
     "cluster-trace-gpu-v2023/csv/openb_node_list_gpu_node.csv",
     "gavel/simulation_throughputs.json": "https://github.com/stanford-futuredata/gavel (commit c4fa40097339) "
     "scheduler/simulation_throughputs.json",
+    "azure_llm/AzureLLMInferenceTrace_code.csv": "https://github.com/Azure/AzurePublicDataset (commit b469a113cedc) "
+    "data/AzureLLMInferenceTrace_code.csv",
+    "azure_llm/AzureLLMInferenceTrace_conv.csv": "https://github.com/Azure/AzurePublicDataset (commit b469a113cedc) "
+    "data/AzureLLMInferenceTrace_conv.csv",
+    "mooncake/conversation_trace.jsonl": "https://github.com/kvcache-ai/Mooncake (commit 3b5a59413395) "
+    "FAST25-release/traces/conversation_trace.jsonl",
+    "mooncake/synthetic_trace.jsonl": "https://github.com/kvcache-ai/Mooncake (commit 3b5a59413395) "
+    "FAST25-release/traces/synthetic_trace.jsonl",
 }
 
 
