@@ -23,7 +23,7 @@ RANK = {
     "hardware": 4,
     "cluster": 5, "workload": 5, "claims": 5, "energy": 5, "storage": 5, "tune": 5, "sweep": 5,
     # the scheduler's layers and their siblings: the base only
-    "planner": 10, "regional": 10, "node": 10, "gossip": 10, "graph": 10,
+    "planner": 10, "regional": 10, "node": 10, "gossip": 10, "graph": 10, "serving": 10,
     # the two composers
     "sim": 20, "replay": 20,
     # front ends
