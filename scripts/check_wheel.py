@@ -19,7 +19,19 @@ Steps (each prints one line; the first failure stops the run with exit 1):
    file), then, when ``../shared/data`` exists beside the checkout (or above it, or
    ``$MAGNUM_SHARED_DATA`` is set), with ``MAGNUM_SHARED_DATA`` pointing there (exit 0).
 
-Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300]
+``--no-compiler`` checks the fallback a laptop without a C compiler gets: the compiler is
+made unavailable (``CC``, ``CXX`` and ``LDSHARED`` are ``/bin/false`` and ``gcc``, ``cc``,
+``clang``... on ``PATH`` are shadowed by ``false``), an sdist is built and the wheel is
+built from it (as ``pip install <sdist>`` does); the wheel must hold no compiled module
+but the marker saying why, and step 4 must report the pure-Python backend. Steps 3-5 run
+with the compiler still unavailable.
+
+``--notebooks`` then copies the notebooks out of the installed package with
+``faux-magnum lab --copy-only`` and runs every one under nbval in the fresh venv (it
+installs pytest, nbval and ipykernel there); notebooks that replay the public traces
+(the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
+
+Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks]
 (``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
 """
 from __future__ import annotations
@@ -40,6 +52,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "magnum_lib"
 NEEDS_TRACES = "needs the public traces"
 SECTION = "## The command line"
+PURE_MARKER = "magnum_lib/_pure_python_install.txt"  # setup.py writes it when compiling fails
+#: Shadowed on PATH by ``--no-compiler``: every name a build might try for C or C++.
+COMPILERS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "x86_64-linux-gnu-gcc", "aarch64-linux-gnu-gcc")
+NOTEBOOK_TESTS = ("pytest>=8", "nbval>=0.11", "ipykernel")
 
 
 class CheckFailed(Exception):
@@ -75,8 +91,12 @@ def readme_commands(readme: Path = ROOT / "README.md") -> list[tuple[str, bool]]
     return commands
 
 
-def wheel_problems(wheel: Path, package: Path = PACKAGE) -> list[str]:
-    """What the wheel lacks (data files, compiled modules) or should not carry (.c)."""
+def wheel_problems(wheel: Path, package: Path = PACKAGE, compiled: bool = True) -> list[str]:
+    """What the wheel lacks (data files, compiled modules) or should not carry (.c).
+
+    ``compiled=False`` (a build without a compiler): no compiled module at all, and the
+    marker file naming why, instead of one module per ``_*.pyx``.
+    """
     names = set(zipfile.ZipFile(wheel).namelist())
     problems = []
     for f in sorted((package / "data").rglob("*")):
@@ -85,8 +105,11 @@ def wheel_problems(wheel: Path, package: Path = PACKAGE) -> list[str]:
             problems.append(f"missing data file {rel}")
     for pyx in sorted(package.rglob("_*.pyx")):
         stem = "magnum_lib/" + pyx.relative_to(package).with_suffix("").as_posix()
-        if not any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in names):
-            problems.append(f"no compiled module for {stem}.pyx")
+        built = any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in names)
+        if built != compiled:
+            problems.append(f"{'no' if compiled else 'unexpected'} compiled module for {stem}.pyx")
+    if (PURE_MARKER in names) == compiled:
+        problems.append(f"{'unexpected' if compiled else 'missing'} {PURE_MARKER}")
     problems += [f"generated C source shipped: {n}" for n in sorted(names) if n.endswith(".c")]
     return problems
 
@@ -114,11 +137,40 @@ def clean_copy(dest: Path) -> Path:
     return dest
 
 
-def build_wheel(out_dir: Path, logs: Path, source: Path) -> Path:
-    # A release build whatever this shell says (no MAGNUM_CYTHON_DEBUG, no MAGNUM_NO_EXTENSIONS).
+def no_compiler(env: dict, shadow: Path) -> dict:
+    """``env`` with no working C compiler: CC/CXX/LDSHARED are ``false`` and every usual
+    compiler name on PATH resolves to ``false`` (in ``shadow``, created here)."""
+    false = shutil.which("false") or "/bin/false"
+    shadow.mkdir(parents=True, exist_ok=True)
+    for name in COMPILERS:
+        if not (shadow / name).exists():
+            (shadow / name).symlink_to(false)
+    return {**env, "CC": false, "CXX": false, "LDSHARED": false,
+            "PATH": f"{shadow}{os.pathsep}{env.get('PATH', '')}"}
+
+
+def build_env(require_compiled: bool = True) -> dict:
+    """A release build whatever this shell says (no MAGNUM_CYTHON_DEBUG, no MAGNUM_NO_EXTENSIONS);
+    ``require_compiled``: a failed compile is an error, not the pure-Python fallback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAGNUM_") or k == "MAGNUM_BUILD_JOBS"}
+    return {**env, "MAGNUM_REQUIRE_COMPILED": "1"} if require_compiled else env
+
+
+def build_sdist(out_dir: Path, logs: Path, source: Path, env: dict) -> Path:
+    """The source distribution of ``source`` (as uploaded to an index), in ``out_dir``."""
+    _run([sys.executable, "setup.py", "-q", "sdist", "-d", str(out_dir)], logs / "sdist.log", cwd=source, env=env)
+    sdists = sorted(out_dir.glob("magnum_lib-*.tar.gz"))
+    if len(sdists) != 1:
+        raise CheckFailed(f"expected one magnum_lib sdist in {out_dir}, found {len(sdists)}")
+    return sdists[0]
+
+
+def build_wheel(out_dir: Path, logs: Path, source: Path, env: dict | None = None) -> Path:
+    """The wheel of ``source`` (a directory or an sdist), built by pip."""
+    env = build_env() if env is None else env
+    cwd = source if source.is_dir() else source.parent
     _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--no-deps",
-          "--no-build-isolation", "-w", str(out_dir), str(source)], logs / "wheel.log", cwd=source, env=env)
+          "--no-build-isolation", "-w", str(out_dir), str(source)], logs / "wheel.log", cwd=cwd, env=env)
     wheels = sorted(out_dir.glob("magnum_lib-*.whl"))
     if len(wheels) != 1:
         raise CheckFailed(f"expected one magnum_lib wheel in {out_dir}, found {len(wheels)}")
@@ -148,17 +200,17 @@ def clean_env(venv: Path, home: Path, shared: Path | None = None) -> dict:
     return env
 
 
-def check_not_shadowed(python: Path, venv: Path, env: dict) -> str:
-    """From the repository root, the installed wheel (compiled) is what Python imports."""
+def check_not_shadowed(python: Path, venv: Path, env: dict, backend: str = "compiled") -> str:
+    """From the repository root, the installed wheel (with ``backend``) is what Python imports."""
     out = subprocess.run([python, "-m", "magnum_lib", "--version"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     line = out.stdout.strip()
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
                           env=env, capture_output=True, text=True, check=True).stdout.strip()
     expected = str(Path(site, "magnum_lib"))
-    if out.returncode != 0 or "backend: compiled" not in line or expected not in line:
+    if out.returncode != 0 or f"backend: {backend}," not in line or expected not in line or out.stderr:
         raise CheckFailed(f"from {ROOT}, `python -m magnum_lib --version` printed {line!r} "
-                          f"(stderr {out.stderr.strip()[-300:]!r}); expected the compiled backend at {expected}")
+                          f"(stderr {out.stderr.strip()[-300:]!r}); expected the {backend} backend at {expected}")
     return line
 
 
@@ -194,8 +246,11 @@ def shared_data() -> Path | None:
     return next((c for c in candidates if (c / "MANIFEST.tsv").is_file()), None)
 
 
-def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
-    """Run the README commands; return one line per failure (and print one per command)."""
+def check_commands(venv: Path, work: Path, timeout: float, shadow: Path | None = None) -> list[str]:
+    """Run the README commands; return one line per failure (and print one per command).
+
+    ``shadow``: run them with no C compiler (see :func:`no_compiler`).
+    """
     home = work / "home"
     home.mkdir(exist_ok=True)
     shared = shared_data()
@@ -205,7 +260,9 @@ def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
         if needs_traces and shared is not None:
             runs.append((f"traces {shared}", shared, 0))
         for label, data, expected in runs:
-            status, stdout, stderr, seconds = run_command(command, work, clean_env(venv, home, data), timeout)
+            env = clean_env(venv, home, data)
+            env = no_compiler(env, shadow) if shadow is not None else env
+            status, stdout, stderr, seconds = run_command(command, work, env, timeout)
             problem = judge(status, stdout, stderr, expected)
             tag = f" [{label}]" if label else ""
             print(f"  {'FAIL' if problem else 'ok  '} {seconds:6.1f} s  {command}{tag}", flush=True)
@@ -215,11 +272,37 @@ def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
     return failures
 
 
+def trace_notebooks(makefile: Path = ROOT / "Makefile") -> list[str]:
+    """The notebooks that replay the public traces: the Makefile's ``TRACE_NOTEBOOKS``."""
+    found = re.search(r"^TRACE_NOTEBOOKS\s*:=\s*(.*)$", makefile.read_text(encoding="utf-8"), re.M)
+    return found.group(1).split() if found else []
+
+
+def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Path | None) -> None:
+    """Copy the notebooks out of the installed package and run every one under nbval."""
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", *NOTEBOOK_TESTS],
+         logs / "install-notebook-tests.log")
+    shared = shared_data()
+    env = clean_env(venv, work / "home", shared)
+    env = no_compiler(env, shadow) if shadow is not None else env
+    env["MAGNUM_NB_SOLUTIONS"] = "1"  # the exercises' check cells run our solutions
+    notebooks = work / "notebooks"
+    _run([venv / "bin" / "faux-magnum", "lab", "--copy-only", str(notebooks)], logs / "lab-copy.log", env=env)
+    ignore = [] if shared is not None else [f"--ignore={n}" for n in trace_notebooks()]
+    print(f"wheel-check: nbval on {notebooks}{' without ' + ', '.join(trace_notebooks()) if ignore else ''}",
+          flush=True)
+    _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", *ignore, "."],
+         logs / "nbval.log", cwd=notebooks, env=env)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, help="venv to use (created if missing; default: a fresh temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (printed)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per README command (default: 300)")
+    parser.add_argument("--no-compiler", action="store_true",
+                        help="build from the sdist with no C compiler: the pure-Python fallback")
+    parser.add_argument("--notebooks", action="store_true", help="also run every notebook under nbval")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="magnum-wheel-check-"))
@@ -227,21 +310,41 @@ def main(argv=None) -> int:
     logs.mkdir()
     work.mkdir()
     venv = args.venv.resolve() if args.venv else tmp / "venv"
+    shadow = tmp / "no-compiler" if args.no_compiler else None
+    backend = "python" if args.no_compiler else "compiled"
     try:
-        wheel = build_wheel(tmp / "dist", logs, clean_copy(tmp / "source"))
-        print(f"wheel-check: built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)", flush=True)
-        problems = wheel_problems(wheel)
+        source = clean_copy(tmp / "source")
+        if shadow is not None:
+            env = no_compiler(build_env(require_compiled=False), shadow)
+            source = build_sdist(tmp / "dist", logs, source, env)
+            print(f"wheel-check: built {source.name} (no C compiler from here on)", flush=True)
+        else:
+            env = build_env()
+        wheel = build_wheel(tmp / "dist", logs, source, env)
+        print(f"wheel-check: built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB, "
+              f"{time.perf_counter() - started:.0f} s)", flush=True)
+        problems = wheel_problems(wheel, compiled=shadow is None)
         if problems:
             raise CheckFailed("the wheel is incomplete: " + "; ".join(problems))
-        print("wheel-check: the wheel holds every data file and compiled module, no .c", flush=True)
+        print("wheel-check: the wheel holds every data file and notebook, "
+              + ("no compiled module but the pure-Python marker" if shadow else "every compiled module")
+              + ", no .c", flush=True)
+        step = time.perf_counter()
         python = install(wheel, venv, logs)
-        print(f"wheel-check: installed in {venv}", flush=True)
-        line = check_not_shadowed(python, venv, clean_env(venv, work / "home"))
+        print(f"wheel-check: installed in {venv} ({time.perf_counter() - step:.0f} s)", flush=True)
+        check_env = clean_env(venv, work / "home")
+        line = check_not_shadowed(python, venv, no_compiler(check_env, shadow) if shadow else check_env, backend)
         print(f"wheel-check: from the repository root: {line}", flush=True)
         print(f"wheel-check: README commands, run in {work}:", flush=True)
-        failures = check_commands(venv, work, args.timeout)
+        step = time.perf_counter()
+        failures = check_commands(venv, work, args.timeout, shadow)
         if failures:
             raise CheckFailed(f"{len(failures)} README command(s) failed:\n" + "\n".join(failures))
+        print(f"wheel-check: README commands ok ({time.perf_counter() - step:.0f} s)", flush=True)
+        if args.notebooks:
+            step = time.perf_counter()
+            check_notebooks(python, venv, work, logs, shadow)
+            print(f"wheel-check: every notebook passed nbval ({time.perf_counter() - step:.0f} s)", flush=True)
     except CheckFailed as exc:
         print(f"wheel-check: FAILED: {exc}", file=sys.stderr)
         if not args.keep:  # keep the logs, not the half-gigabyte venv and source copy
@@ -249,7 +352,7 @@ def main(argv=None) -> int:
                 shutil.rmtree(tmp / part, ignore_errors=True)
         print(f"wheel-check: logs kept in {logs}", file=sys.stderr)
         return 1
-    print(f"wheel-check: ok in {time.perf_counter() - started:.0f} s")
+    print(f"wheel-check: ok in {time.perf_counter() - started:.0f} s ({backend} backend)")
     if args.keep:
         print(f"wheel-check: kept {tmp}")
     else:
