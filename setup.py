@@ -130,7 +130,11 @@ class OptionalBuildExt(build_ext):
         _say(f"compiling {len(self.extensions)} Cython extensions: the first build takes several "
              "minutes (about a minute per module per core); where compiling fails, the "
              "pure-Python backend is installed instead (same results, slower)")
-        self.extensions[:] = extensions()  # cythonize now: the .c files, with the mode's directives
+        # Cythonize now (the .c files, with the mode's directives). Their settings go into the
+        # pending objects, which finalize_options already prepared (setuptools' private fields).
+        cythonized = {ext.name: ext for ext in extensions()}
+        for ext in self.extensions:
+            vars(ext).update({k: v for k, v in vars(cythonized[ext.name]).items() if not k.startswith("_")})
         self._progress, self._lock = 0, threading.Lock()
         super().build_extensions()
 
@@ -159,7 +163,9 @@ class OptionalBuildExt(build_ext):
             raise SystemExit(f"magnum-build: compiling failed ({reason}) and MAGNUM_REQUIRE_COMPILED=1 demands it")
         for ext in self.extensions:  # nothing half-built ships: every module or none
             Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
-        self.extensions[:] = []  # nothing for install (or --inplace) to copy
+        # Nothing for install (or --inplace) to copy. Rebound, not emptied: the distribution
+        # still declares extensions, so the wheel keeps its platform tag and root layout.
+        self.extensions = []
         if marker:  # not for --inplace: a checkout runs the references anyway
             self._marker().parent.mkdir(parents=True, exist_ok=True)
             self._marker().write_text(reason + "\n", encoding="utf-8")

@@ -32,6 +32,7 @@ installs pytest, nbval and ipykernel there); notebooks that replay the public tr
 (the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
 
 Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks]
+[--reuse-deps]
 (``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import zipfile
@@ -91,8 +93,17 @@ def readme_commands(readme: Path = ROOT / "README.md") -> list[tuple[str, bool]]
     return commands
 
 
+def kit_files(root: Path = ROOT) -> list[str]:
+    """What the wheel must carry in ``magnum_lib/_notebooks``: the checkout's notebooks,
+    READMEs and solutions, and ``lab-settings/overrides.json`` (setup.py's KIT_FILES)."""
+    notebooks = root / "notebooks"
+    files = [p.relative_to(notebooks).as_posix() for pattern in ("*.ipynb", "*.md", "solutions/*.py")
+             for p in notebooks.glob(pattern)]
+    return sorted(files) + ["lab-settings/overrides.json"]
+
+
 def wheel_problems(wheel: Path, package: Path = PACKAGE, compiled: bool = True) -> list[str]:
-    """What the wheel lacks (data files, compiled modules) or should not carry (.c).
+    """What the wheel lacks (data files, notebooks, compiled modules) or should not carry (.c).
 
     ``compiled=False`` (a build without a compiler): no compiled module at all, and the
     marker file naming why, instead of one module per ``_*.pyx``.
@@ -108,6 +119,9 @@ def wheel_problems(wheel: Path, package: Path = PACKAGE, compiled: bool = True) 
         built = any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in names)
         if built != compiled:
             problems.append(f"{'no' if compiled else 'unexpected'} compiled module for {stem}.pyx")
+    for rel in kit_files():
+        if f"magnum_lib/_notebooks/{rel}" not in names:
+            problems.append(f"missing notebook file magnum_lib/_notebooks/{rel}")
     if (PURE_MARKER in names) == compiled:
         problems.append(f"{'unexpected' if compiled else 'missing'} {PURE_MARKER}")
     problems += [f"generated C source shipped: {n}" for n in sorted(names) if n.endswith(".c")]
@@ -177,12 +191,25 @@ def build_wheel(out_dir: Path, logs: Path, source: Path, env: dict | None = None
     return wheels[0]
 
 
-def install(wheel: Path, venv: Path, logs: Path) -> Path:
+def install(wheel: Path, venv: Path, logs: Path, reuse_deps: bool = False) -> Path:
+    """``pip install`` the wheel into ``venv`` (created if missing); return its python.
+
+    ``reuse_deps``: instead of installing the dependencies, let the venv see this
+    interpreter's site-packages (a ``.pth`` line, added after the venv's own, so the wheel's
+    ``magnum_lib`` is the one imported; an editable install there is not activated, since
+    the ``.pth`` files inside a path line are not read). Quicker, for the test suite.
+    """
     if not (venv / "bin" / "python").exists():
         _run([sys.executable, "-m", "venv", str(venv)], logs / "venv.log")
     python = venv / "bin" / "python"
     _run([python, "-m", "pip", "--disable-pip-version-check", "install", "--force-reinstall",
           "--no-deps", str(wheel)], logs / "install-wheel.log")
+    if reuse_deps:
+        site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+        Path(site, "zz_reused_dependencies.pth").write_text("\n".join(sorted(ours)) + "\n", encoding="utf-8")
+        return python
     _run([python, "-m", "pip", "--disable-pip-version-check", "install", str(wheel)],
          logs / "install-deps.log")  # the dependencies, from PyPI or pip's cache
     return python
@@ -303,6 +330,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compiler", action="store_true",
                         help="build from the sdist with no C compiler: the pure-Python fallback")
     parser.add_argument("--notebooks", action="store_true", help="also run every notebook under nbval")
+    parser.add_argument("--reuse-deps", action="store_true",
+                        help="give the venv this interpreter's packages instead of installing them (quicker)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="magnum-wheel-check-"))
@@ -330,7 +359,7 @@ def main(argv=None) -> int:
               + ("no compiled module but the pure-Python marker" if shadow else "every compiled module")
               + ", no .c", flush=True)
         step = time.perf_counter()
-        python = install(wheel, venv, logs)
+        python = install(wheel, venv, logs, args.reuse_deps)
         print(f"wheel-check: installed in {venv} ({time.perf_counter() - step:.0f} s)", flush=True)
         check_env = clean_env(venv, work / "home")
         line = check_not_shadowed(python, venv, no_compiler(check_env, shadow) if shadow else check_env, backend)
