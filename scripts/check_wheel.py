@@ -26,13 +26,16 @@ built from it (as ``pip install <sdist>`` does); the wheel must hold no compiled
 but the marker saying why, and step 4 must report the pure-Python backend. Steps 3-5 run
 with the compiler still unavailable.
 
+``--smoke`` runs the binary wheels' smoke test (``[tool.cibuildwheel] test-command`` in
+pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh venv.
+
 ``--notebooks`` then copies the notebooks out of the installed package with
 ``faux-magnum lab --copy-only`` and runs every one under nbval in the fresh venv (it
 installs pytest, nbval and ipykernel there); notebooks that replay the public traces
 (the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
 
 Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks]
-[--reuse-deps]
+[--reuse-deps] [--smoke]
 (``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
 """
 from __future__ import annotations
@@ -299,6 +302,35 @@ def check_commands(venv: Path, work: Path, timeout: float, shadow: Path | None =
     return failures
 
 
+def smoke_commands(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """cibuildwheel's smoke test (``[tool.cibuildwheel] test-command``), one command each."""
+    import tomllib
+
+    commands = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["cibuildwheel"]["test-command"]
+    return [commands] if isinstance(commands, str) else list(commands)
+
+
+def check_smoke(python: Path, venv: Path, work: Path, logs: Path, timeout: float, shadow: Path | None) -> list[str]:
+    """Run the wheels' smoke test in the fresh venv (its test-requires installed first)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["cibuildwheel"]
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", *config["test-requires"]],
+         logs / "install-smoke.log")
+    smoke = work / "smoke"
+    smoke.mkdir(exist_ok=True)
+    env = clean_env(venv, work / "home")
+    env = no_compiler(env, shadow) if shadow is not None else env
+    failures = []
+    for command in smoke_commands():
+        status, stdout, stderr, seconds = run_command(command, smoke, env, timeout)
+        problem = judge(status, stdout, stderr, 0)
+        print(f"  {'FAIL' if problem else 'ok  '} {seconds:6.1f} s  {command}", flush=True)
+        if problem:
+            failures.append(f"{command}: {problem}\n{(stderr.strip() or stdout.strip())[-1500:]}")
+    return failures
+
+
 def trace_notebooks(makefile: Path = ROOT / "Makefile") -> list[str]:
     """The notebooks that replay the public traces: the Makefile's ``TRACE_NOTEBOOKS``."""
     found = re.search(r"^TRACE_NOTEBOOKS\s*:=\s*(.*)$", makefile.read_text(encoding="utf-8"), re.M)
@@ -330,6 +362,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compiler", action="store_true",
                         help="build from the sdist with no C compiler: the pure-Python fallback")
     parser.add_argument("--notebooks", action="store_true", help="also run every notebook under nbval")
+    parser.add_argument("--smoke", action="store_true",
+                        help="also run the binary wheels' smoke test ([tool.cibuildwheel] test-command)")
     parser.add_argument("--reuse-deps", action="store_true",
                         help="give the venv this interpreter's packages instead of installing them (quicker)")
     args = parser.parse_args(argv)
@@ -370,6 +404,11 @@ def main(argv=None) -> int:
         if failures:
             raise CheckFailed(f"{len(failures)} README command(s) failed:\n" + "\n".join(failures))
         print(f"wheel-check: README commands ok ({time.perf_counter() - step:.0f} s)", flush=True)
+        if args.smoke:
+            print("wheel-check: the wheels' smoke test:", flush=True)
+            failures = check_smoke(python, venv, work, logs, args.timeout, shadow)
+            if failures:
+                raise CheckFailed(f"{len(failures)} smoke command(s) failed:\n" + "\n".join(failures))
         if args.notebooks:
             step = time.perf_counter()
             check_notebooks(python, venv, work, logs, shadow)
