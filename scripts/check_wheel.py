@@ -29,12 +29,12 @@ with the compiler still unavailable.
 ``--smoke`` runs the binary wheels' smoke test (``[tool.cibuildwheel] test-command`` in
 pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh venv.
 
-``--notebooks`` then copies the notebooks out of the installed package with
-``faux-magnum lab --copy-only`` and runs every one under nbval in the fresh venv (it
+``--notebooks [GLOB]`` then copies the notebooks out of the installed package with
+``faux-magnum lab --copy-only`` and runs every one (or those matching GLOB) under nbval in the fresh venv (it
 installs pytest, nbval and ipykernel there); notebooks that replay the public traces
 (the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
 
-Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks]
+Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks [GLOB]]
 [--reuse-deps] [--smoke]
 (``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
 """
@@ -337,8 +337,10 @@ def trace_notebooks(makefile: Path = ROOT / "Makefile") -> list[str]:
     return found.group(1).split() if found else []
 
 
-def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Path | None) -> None:
-    """Copy the notebooks out of the installed package and run every one under nbval."""
+def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Path | None,
+                    pattern: str = "*.ipynb") -> None:
+    """Copy the notebooks out of the installed package and run every one (matching
+    ``pattern``) under nbval."""
     _run([python, "-m", "pip", "--disable-pip-version-check", "install", *NOTEBOOK_TESTS],
          logs / "install-notebook-tests.log")
     shared = shared_data()
@@ -347,10 +349,14 @@ def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Pa
     env["MAGNUM_NB_SOLUTIONS"] = "1"  # the exercises' check cells run our solutions
     notebooks = work / "notebooks"
     _run([venv / "bin" / "faux-magnum", "lab", "--copy-only", str(notebooks)], logs / "lab-copy.log", env=env)
-    ignore = [] if shared is not None else [f"--ignore={n}" for n in trace_notebooks()]
-    print(f"wheel-check: nbval on {notebooks}{' without ' + ', '.join(trace_notebooks()) if ignore else ''}",
-          flush=True)
-    _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", *ignore, "."],
+    skipped = [] if shared is not None else trace_notebooks()
+    chosen = sorted(p.name for p in notebooks.glob(pattern if pattern.endswith(".ipynb") else pattern + ".ipynb")
+                    if p.name not in skipped)
+    if not chosen:
+        raise CheckFailed(f"no notebook in {notebooks} matches {pattern!r}")
+    print(f"wheel-check: nbval on {len(chosen)} notebook(s) in {notebooks}"
+          f"{' (without ' + ', '.join(skipped) + ': no traces)' if skipped else ''}", flush=True)
+    _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", *chosen],
          logs / "nbval.log", cwd=notebooks, env=env)
 
 
@@ -361,7 +367,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per README command (default: 300)")
     parser.add_argument("--no-compiler", action="store_true",
                         help="build from the sdist with no C compiler: the pure-Python fallback")
-    parser.add_argument("--notebooks", action="store_true", help="also run every notebook under nbval")
+    parser.add_argument("--notebooks", nargs="?", const="*.ipynb", metavar="GLOB",
+                        help="also run every notebook (or those matching GLOB, e.g. '0[0-3]_*') under nbval")
     parser.add_argument("--smoke", action="store_true",
                         help="also run the binary wheels' smoke test ([tool.cibuildwheel] test-command)")
     parser.add_argument("--reuse-deps", action="store_true",
@@ -411,8 +418,8 @@ def main(argv=None) -> int:
                 raise CheckFailed(f"{len(failures)} smoke command(s) failed:\n" + "\n".join(failures))
         if args.notebooks:
             step = time.perf_counter()
-            check_notebooks(python, venv, work, logs, shadow)
-            print(f"wheel-check: every notebook passed nbval ({time.perf_counter() - step:.0f} s)", flush=True)
+            check_notebooks(python, venv, work, logs, shadow, args.notebooks)
+            print(f"wheel-check: the notebooks passed nbval ({time.perf_counter() - step:.0f} s)", flush=True)
     except CheckFailed as exc:
         print(f"wheel-check: FAILED: {exc}", file=sys.stderr)
         if not args.keep:  # keep the logs, not the half-gigabyte venv and source copy
