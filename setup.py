@@ -139,7 +139,7 @@ class OptionalBuildExt(build_ext):
         super().build_extensions()
 
     def build_extension(self, ext):
-        from setuptools._distutils._modified import newer_group
+        from setuptools.modified import newer_group
 
         stale = self.force or newer_group(sorted(ext.sources) + ext.depends, self.get_ext_fullpath(ext.name), "newer")
         with self._lock:  # the modules build in parallel threads (MAGNUM_BUILD_JOBS)
@@ -169,7 +169,7 @@ class OptionalBuildExt(build_ext):
         if marker:  # not for --inplace: a checkout runs the references anyway
             self._marker().parent.mkdir(parents=True, exist_ok=True)
             self._marker().write_text(reason + "\n", encoding="utf-8")
-        _say(f"no working C compiler ({reason}): installed the pure-Python backend "
+        _say(f"cannot compile here ({reason}): installed the pure-Python backend "
              f"(same results, slower); {HOW_TO_COMPILE}")
 
 
