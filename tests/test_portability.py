@@ -69,29 +69,34 @@ def test_every_module_imports_without_posix_only_modules(tmp_path):
     assert report["modules"] > 50  # every subpackage was walked, not just the top
 
 
-def test_cli_help_and_the_lease_basic_path_without_fcntl(tmp_path):
+def test_cli_help_without_posix_only_modules(tmp_path):
     out = _blocked_python("""
-        import contextlib, io, json, sys
+        import contextlib, io, sys
         from magnum_lib.cli import main
-        results = []
-        for argv in (["--help"],
-                     ["lease", "--job-id", "j1", "--gpu-type", "h100", "--count", "2", "--cluster", "state.json", "--json"],
-                     ["lease", "--job-id", "j2", "--gpu-type", "h100", "--cluster", "state.json", "--json"],
-                     ["lease", "--cluster", "state.json", "--list", "--json"]):
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                code = main(argv)
-            results.append({"code": code, "out": buf.getvalue()})
-        print(json.dumps(results))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = main(["--help"])
+        print(code, "lease" in buf.getvalue(), "lab" in buf.getvalue())
     """, tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    help_run, first, second, listed = json.loads(out.stdout.splitlines()[-1])
-    assert help_run["code"] == 0 and "lease" in help_run["out"] and "lab" in help_run["out"]
-    assert first["code"] == 0 and second["code"] == 0 and listed["code"] == 0, (first, second, listed)
-    ids = {json.loads(first["out"])["lease_id"], json.loads(second["out"])["lease_id"]}
-    assert len(ids) == 2  # two leases, recorded in one state file under the (soft) lock
-    assert ids <= set(listed["out"].replace('"', " ").split()), listed["out"]
-    assert "Traceback" not in out.stderr
+    assert out.stdout.split()[-3:] == ["0", "True", "True"] and "Traceback" not in out.stderr
+
+
+# A SIGKILL'd holder leaves filelock's fallback here (a "soft" lock: a file that exists)
+# stale; on Windows filelock takes msvcrt's kernel lock, which dies with its holder, so
+# this Linux-without-fcntl stand-in cannot judge that one test.
+SOFT_LOCK_ONLY = "test_cli_killed_mid_write_leaves_the_file_intact"
+
+
+def test_the_lease_command_tests_pass_without_fcntl(tmp_path):
+    out = _blocked_python(f"""
+        import sys
+        import pytest
+        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-W", "ignore::UserWarning",
+                              {str(ROOT / "tests" / "test_regional_lease_cli.py")!r}, "-k", "not {SOFT_LOCK_ONLY}"]))
+    """, ROOT, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed, 1 deselected" in out.stdout and "failed" not in out.stdout
 
 
 # --------------------------------------------------------------------------- encodings
