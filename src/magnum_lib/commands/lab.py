@@ -69,7 +69,8 @@ def _run_lab(args) -> int:
     env.setdefault("JUPYTER_TOKEN", secrets.token_hex(24))  # never a server without one
     print(f"starting JupyterLab on 127.0.0.1:{args.port} in {args.dir} (Ctrl-C twice to stop)", flush=True)
     process = subprocess.Popen(lab_argv(args.dir, settings, args.port, browser=not args.no_browser), env=env)
-    try:
-        return process.wait()
-    except KeyboardInterrupt:  # JupyterLab got the same Ctrl-C and shuts down: wait for it
-        return process.wait()
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:  # JupyterLab got the same Ctrl-C (it stops on the second): wait for it
+            continue
