@@ -247,3 +247,21 @@ def test_make_lab_is_a_thin_wrapper_of_the_command():
     assert commands == ["$(VENV)/bin/faux-magnum lab $(LAB_DIR) --port $(PORT) --no-browser"]
     assert re.search(r"^LAB_DIR \?= faux-magnum-notebooks$", makefile, re.M)
     assert "faux-magnum-notebooks/" in (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+
+
+def test_ctrl_c_waits_for_jupyterlab_to_stop(tmp_path, monkeypatch):
+    class StoppingPopen:
+        interrupts = 2  # JupyterLab asks on the first Ctrl-C and stops on the second
+
+        def __init__(self, argv, env):
+            pass
+
+        def wait(self):
+            if StoppingPopen.interrupts:
+                StoppingPopen.interrupts -= 1
+                raise KeyboardInterrupt
+            return 0
+
+    monkeypatch.setattr(lab_command.subprocess, "Popen", StoppingPopen)
+    assert main(["lab", str(tmp_path / "nb"), "--no-browser"]) == 0
+    assert StoppingPopen.interrupts == 0
