@@ -1,5 +1,5 @@
 # Faux-MAGNUM teaching kit. Two commands for a workshop participant:
-#   make lab    set up .venv (first time only) and start JupyterLab on notebooks/
+#   make lab    set up .venv (first time only) and start JupyterLab on a working copy of notebooks/
 #   make test   set up .venv (first time only) and run every test
 # After editing a .pyx file: `make build`, then restart the notebook kernel.
 
@@ -9,20 +9,17 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 BUILD_LOG := build/build.log
-# JupyterLab settings shipped with the kit (no news popup, no update check); the browser
-# tests use the same file. `make lab` installs it as the venv's overrides.json.
-LAB_OVERRIDES := lab-settings/overrides.json
-LAB_SETTINGS  := $(VENV)/share/jupyter/lab/settings/overrides.json
+# The student's working copy of the notebooks (`make lab`); gitignored.
+LAB_DIR ?= faux-magnum-notebooks
 
 .PHONY: lab test test-debug build-debug lint build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
 
 help:
-	@echo "make lab     - install (first time) and start JupyterLab on notebooks/ (127.0.0.1)"
+	@echo "make lab     - install (first time), copy notebooks/ to $(LAB_DIR)/ and start JupyterLab there (127.0.0.1)"
 	@echo "make test    - install (first time) and run the whole suite (both backends, nbval, browser)"
 	@echo "make build   - recompile the Cython extensions after editing a .pyx (then restart the kernel)"
-	@echo "make test-debug - rebuild with bounds checks on, run the kernels' parity tests, rebuild"
+	@echo "make test-debug - build with bounds checks on in build/debug, run the kernels' tests there"
 	@echo "make lint    - ruff and cython-lint (the first step of CI)"
 	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
 	@echo "make wheel-check - build the wheel, install it in a fresh venv, run the README's commands"
@@ -34,7 +31,8 @@ venv: $(STAMP)
 # (so a rebuild uses the same numpy/Cython as the running kernel). The editable install
 # only links the source tree (MAGNUM_NO_EXTENSIONS=1): `make build` is the one compile.
 $(STAMP): pyproject.toml setup.py
-	@echo "setting up $(VENV) (first time only; pip log: $(VENV)/install.log)"
+	@echo "setting up $(VENV) (first time only: installing the packages takes a few minutes, then"
+	@echo "  compiling the Cython extensions several more; pip log: $(VENV)/install.log)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@{ $(PIP) install -q --upgrade pip && \
 	   $(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26" && \
@@ -42,7 +40,10 @@ $(STAMP): pyproject.toml setup.py
 	 } > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
-# Quiet unless it fails: the compiler's output goes to $(BUILD_LOG), printed on failure.
+# Quiet unless it fails: the compiler's output goes to $(BUILD_LOG), printed on failure;
+# only setup.py's own lines show (that compiling takes minutes, then "[3/16] compiling
+# magnum_lib.node._dispatcher" per module). Without a working compiler setup.py says so in
+# one line and the pure-Python backend runs (MAGNUM_REQUIRE_COMPILED=1 makes that an error).
 # Incremental: setup.py runs only when a .pyx/.pxd (or setup.py) is newer than the last
 # build, and then recompiles only the modules that changed. The debug build (bounds
 # checks on) lives apart in build/debug: see test-debug.
@@ -54,17 +55,20 @@ build: $(BUILT)
 
 $(BUILT): $(STAMP) setup.py $(CYTHON_SOURCES)
 	@mkdir -p build
-	@env -u MAGNUM_CYTHON_DEBUG $(PY) setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 || \
+	@rm -f $(BUILT)
+	@{ env -u MAGNUM_CYTHON_DEBUG $(PY) setup.py build_ext --inplace 2>&1; echo $$? > build/.build-status; } | \
+		tee $(BUILD_LOG) | { grep --line-buffered '^magnum-build:' || true; }
+	@test "$$(cat build/.build-status)" = 0 || \
 		{ cat $(BUILD_LOG); echo "make build: compiling failed (log above, kept in $(BUILD_LOG))"; exit 1; }
 	@touch $@
 
-$(LAB_SETTINGS): $(LAB_OVERRIDES) $(STAMP)
-	@mkdir -p $(dir $@)
-	@cp $(LAB_OVERRIDES) $@
-
-lab: build $(LAB_SETTINGS)
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser $(ROOT_FLAG) \
-		--ServerApp.root_dir=notebooks --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+# A thin wrapper of `faux-magnum lab` (magnum_lib/commands/lab.py): it copies notebooks/
+# into $(LAB_DIR), your working copy (your edits stay; the committed notebooks stay clean),
+# writes the kit's JupyterLab settings (lab-settings/overrides.json: no news, no update
+# check) and starts JupyterLab there on 127.0.0.1 with a token (--allow-root as root).
+# `make lab LAB_DIR=notebooks` serves the committed notebooks themselves (for authors).
+lab: build
+	$(VENV)/bin/faux-magnum lab $(LAB_DIR) --port $(PORT) --no-browser
 
 # Debian's chromium for the browser tests: installed with apt when we are root and it
 # is missing; otherwise the browser tests skip with a one-line reason.
@@ -128,7 +132,7 @@ DEBUG_LIB := $(CURDIR)/build/debug/lib
 
 build-debug: $(STAMP)
 	@mkdir -p build/debug
-	@MAGNUM_CYTHON_DEBUG=1 $(PY) setup.py build --build-base build/debug --build-lib $(DEBUG_LIB) \
+	@MAGNUM_CYTHON_DEBUG=1 MAGNUM_REQUIRE_COMPILED=1 $(PY) setup.py build --build-base build/debug --build-lib $(DEBUG_LIB) \
 		> build/debug/build.log 2>&1 || \
 		{ cat build/debug/build.log; echo "make build-debug: compiling failed (log: build/debug/build.log)"; exit 1; }
 

@@ -19,7 +19,23 @@ Steps (each prints one line; the first failure stops the run with exit 1):
    file), then, when ``../shared/data`` exists beside the checkout (or above it, or
    ``$MAGNUM_SHARED_DATA`` is set), with ``MAGNUM_SHARED_DATA`` pointing there (exit 0).
 
-Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300]
+``--no-compiler`` checks the fallback a laptop without a C compiler gets: the compiler is
+made unavailable (``CC``, ``CXX`` and ``LDSHARED`` are ``/bin/false`` and ``gcc``, ``cc``,
+``clang``... on ``PATH`` are shadowed by ``false``), an sdist is built and the wheel is
+built from it (as ``pip install <sdist>`` does); the wheel must hold no compiled module
+but the marker saying why, and step 4 must report the pure-Python backend. Steps 3-5 run
+with the compiler still unavailable.
+
+``--smoke`` runs the binary wheels' smoke test (``[tool.cibuildwheel] test-command`` in
+pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh venv.
+
+``--notebooks [GLOB]`` then copies the notebooks out of the installed package with
+``faux-magnum lab --copy-only`` and runs every one (or those matching GLOB) under nbval in the fresh venv (it
+installs pytest, nbval and ipykernel there); notebooks that replay the public traces
+(the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
+
+Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks [GLOB]]
+[--reuse-deps] [--smoke]
 (``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
 """
 from __future__ import annotations
@@ -31,6 +47,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import zipfile
@@ -40,6 +57,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "magnum_lib"
 NEEDS_TRACES = "needs the public traces"
 SECTION = "## The command line"
+PURE_MARKER = "magnum_lib/_pure_python_install.txt"  # setup.py writes it when compiling fails
+#: Shadowed on PATH by ``--no-compiler``: every name a build might try for C or C++.
+COMPILERS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "x86_64-linux-gnu-gcc", "aarch64-linux-gnu-gcc")
+NOTEBOOK_TESTS = ("pytest>=8", "nbval>=0.11", "ipykernel")
 
 
 class CheckFailed(Exception):
@@ -75,8 +96,21 @@ def readme_commands(readme: Path = ROOT / "README.md") -> list[tuple[str, bool]]
     return commands
 
 
-def wheel_problems(wheel: Path, package: Path = PACKAGE) -> list[str]:
-    """What the wheel lacks (data files, compiled modules) or should not carry (.c)."""
+def kit_files(root: Path = ROOT) -> list[str]:
+    """What the wheel must carry in ``magnum_lib/_notebooks``: the checkout's notebooks,
+    READMEs and solutions, and ``lab-settings/overrides.json`` (setup.py's KIT_FILES)."""
+    notebooks = root / "notebooks"
+    files = [p.relative_to(notebooks).as_posix() for pattern in ("*.ipynb", "*.md", "solutions/*.py")
+             for p in notebooks.glob(pattern)]
+    return sorted(files) + ["lab-settings/overrides.json"]
+
+
+def wheel_problems(wheel: Path, package: Path = PACKAGE, compiled: bool = True) -> list[str]:
+    """What the wheel lacks (data files, notebooks, compiled modules) or should not carry (.c).
+
+    ``compiled=False`` (a build without a compiler): no compiled module at all, and the
+    marker file naming why, instead of one module per ``_*.pyx``.
+    """
     names = set(zipfile.ZipFile(wheel).namelist())
     problems = [] if "magnum_lib/py.typed" in names else ["missing magnum_lib/py.typed"]
     for f in sorted((package / "data").rglob("*")):
@@ -85,8 +119,14 @@ def wheel_problems(wheel: Path, package: Path = PACKAGE) -> list[str]:
             problems.append(f"missing data file {rel}")
     for pyx in sorted(package.rglob("_*.pyx")):
         stem = "magnum_lib/" + pyx.relative_to(package).with_suffix("").as_posix()
-        if not any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in names):
-            problems.append(f"no compiled module for {stem}.pyx")
+        built = any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in names)
+        if built != compiled:
+            problems.append(f"{'no' if compiled else 'unexpected'} compiled module for {stem}.pyx")
+    for rel in kit_files():
+        if f"magnum_lib/_notebooks/{rel}" not in names:
+            problems.append(f"missing notebook file magnum_lib/_notebooks/{rel}")
+    if (PURE_MARKER in names) == compiled:
+        problems.append(f"{'unexpected' if compiled else 'missing'} {PURE_MARKER}")
     problems += [f"generated C source shipped: {n}" for n in sorted(names) if n.endswith(".c")]
     return problems
 
@@ -120,23 +160,65 @@ def clean_copy(dest: Path) -> Path:
     return dest
 
 
-def build_wheel(out_dir: Path, logs: Path, source: Path) -> Path:
-    # A release build whatever this shell says (no MAGNUM_CYTHON_DEBUG, no MAGNUM_NO_EXTENSIONS).
+def no_compiler(env: dict, shadow: Path) -> dict:
+    """``env`` with no working C compiler: CC/CXX/LDSHARED are ``false`` and every usual
+    compiler name on PATH resolves to ``false`` (in ``shadow``, created here)."""
+    false = shutil.which("false") or "/bin/false"
+    shadow.mkdir(parents=True, exist_ok=True)
+    for name in COMPILERS:
+        if not (shadow / name).exists():
+            (shadow / name).symlink_to(false)
+    return {**env, "CC": false, "CXX": false, "LDSHARED": false,
+            "PATH": f"{shadow}{os.pathsep}{env.get('PATH', '')}"}
+
+
+def build_env(require_compiled: bool = True) -> dict:
+    """A release build whatever this shell says (no MAGNUM_CYTHON_DEBUG, no MAGNUM_NO_EXTENSIONS);
+    ``require_compiled``: a failed compile is an error, not the pure-Python fallback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAGNUM_") or k == "MAGNUM_BUILD_JOBS"}
+    return {**env, "MAGNUM_REQUIRE_COMPILED": "1"} if require_compiled else env
+
+
+def build_sdist(out_dir: Path, logs: Path, source: Path, env: dict) -> Path:
+    """The source distribution of ``source`` (as uploaded to an index), in ``out_dir``."""
+    _run([sys.executable, "setup.py", "-q", "sdist", "-d", str(out_dir)], logs / "sdist.log", cwd=source, env=env)
+    sdists = sorted(out_dir.glob("magnum_lib-*.tar.gz"))
+    if len(sdists) != 1:
+        raise CheckFailed(f"expected one magnum_lib sdist in {out_dir}, found {len(sdists)}")
+    return sdists[0]
+
+
+def build_wheel(out_dir: Path, logs: Path, source: Path, env: dict | None = None) -> Path:
+    """The wheel of ``source`` (a directory or an sdist), built by pip."""
+    env = build_env() if env is None else env
+    cwd = source if source.is_dir() else source.parent
     _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--no-deps",
-          "--no-build-isolation", "-w", str(out_dir), str(source)], logs / "wheel.log", cwd=source, env=env)
+          "--no-build-isolation", "-w", str(out_dir), str(source)], logs / "wheel.log", cwd=cwd, env=env)
     wheels = sorted(out_dir.glob("magnum_lib-*.whl"))
     if len(wheels) != 1:
         raise CheckFailed(f"expected one magnum_lib wheel in {out_dir}, found {len(wheels)}")
     return wheels[0]
 
 
-def install(wheel: Path, venv: Path, logs: Path) -> Path:
+def install(wheel: Path, venv: Path, logs: Path, reuse_deps: bool = False) -> Path:
+    """``pip install`` the wheel into ``venv`` (created if missing); return its python.
+
+    ``reuse_deps``: instead of installing the dependencies, let the venv see this
+    interpreter's site-packages (a ``.pth`` line, added after the venv's own, so the wheel's
+    ``magnum_lib`` is the one imported; an editable install there is not activated, since
+    the ``.pth`` files inside a path line are not read). Quicker, for the test suite.
+    """
     if not (venv / "bin" / "python").exists():
         _run([sys.executable, "-m", "venv", str(venv)], logs / "venv.log")
     python = venv / "bin" / "python"
     _run([python, "-m", "pip", "--disable-pip-version-check", "install", "--force-reinstall",
           "--no-deps", str(wheel)], logs / "install-wheel.log")
+    if reuse_deps:
+        site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+        Path(site, "zz_reused_dependencies.pth").write_text("\n".join(sorted(ours)) + "\n", encoding="utf-8")
+        return python
     _run([python, "-m", "pip", "--disable-pip-version-check", "install", str(wheel)],
          logs / "install-deps.log")  # the dependencies, from PyPI or pip's cache
     return python
@@ -154,17 +236,17 @@ def clean_env(venv: Path, home: Path, shared: Path | None = None) -> dict:
     return env
 
 
-def check_not_shadowed(python: Path, venv: Path, env: dict) -> str:
-    """From the repository root, the installed wheel (compiled) is what Python imports."""
+def check_not_shadowed(python: Path, venv: Path, env: dict, backend: str = "compiled") -> str:
+    """From the repository root, the installed wheel (with ``backend``) is what Python imports."""
     out = subprocess.run([python, "-m", "magnum_lib", "--version"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     line = out.stdout.strip()
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
                           env=env, capture_output=True, text=True, check=True).stdout.strip()
     expected = str(Path(site, "magnum_lib"))
-    if out.returncode != 0 or "backend: compiled" not in line or expected not in line:
+    if out.returncode != 0 or f"backend: {backend}," not in line or expected not in line or out.stderr:
         raise CheckFailed(f"from {ROOT}, `python -m magnum_lib --version` printed {line!r} "
-                          f"(stderr {out.stderr.strip()[-300:]!r}); expected the compiled backend at {expected}")
+                          f"(stderr {out.stderr.strip()[-300:]!r}); expected the {backend} backend at {expected}")
     return line
 
 
@@ -200,8 +282,11 @@ def shared_data() -> Path | None:
     return next((c for c in candidates if (c / "MANIFEST.tsv").is_file()), None)
 
 
-def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
-    """Run the README commands; return one line per failure (and print one per command)."""
+def check_commands(venv: Path, work: Path, timeout: float, shadow: Path | None = None) -> list[str]:
+    """Run the README commands; return one line per failure (and print one per command).
+
+    ``shadow``: run them with no C compiler (see :func:`no_compiler`).
+    """
     home = work / "home"
     home.mkdir(exist_ok=True)
     shared = shared_data()
@@ -211,7 +296,9 @@ def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
         if needs_traces and shared is not None:
             runs.append((f"traces {shared}", shared, 0))
         for label, data, expected in runs:
-            status, stdout, stderr, seconds = run_command(command, work, clean_env(venv, home, data), timeout)
+            env = clean_env(venv, home, data)
+            env = no_compiler(env, shadow) if shadow is not None else env
+            status, stdout, stderr, seconds = run_command(command, work, env, timeout)
             problem = judge(status, stdout, stderr, expected)
             tag = f" [{label}]" if label else ""
             print(f"  {'FAIL' if problem else 'ok  '} {seconds:6.1f} s  {command}{tag}", flush=True)
@@ -221,11 +308,77 @@ def check_commands(venv: Path, work: Path, timeout: float) -> list[str]:
     return failures
 
 
+def smoke_commands(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """cibuildwheel's smoke test (``[tool.cibuildwheel] test-command``), one command each."""
+    import tomllib
+
+    commands = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["cibuildwheel"]["test-command"]
+    return [commands] if isinstance(commands, str) else list(commands)
+
+
+def check_smoke(python: Path, venv: Path, work: Path, logs: Path, timeout: float, shadow: Path | None) -> list[str]:
+    """Run the wheels' smoke test in the fresh venv (its test-requires installed first)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["cibuildwheel"]
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", *config["test-requires"]],
+         logs / "install-smoke.log")
+    smoke = work / "smoke"
+    smoke.mkdir(exist_ok=True)
+    env = clean_env(venv, work / "home")
+    env = no_compiler(env, shadow) if shadow is not None else env
+    failures = []
+    for command in smoke_commands():
+        status, stdout, stderr, seconds = run_command(command, smoke, env, timeout)
+        problem = judge(status, stdout, stderr, 0)
+        print(f"  {'FAIL' if problem else 'ok  '} {seconds:6.1f} s  {command}", flush=True)
+        if problem:
+            failures.append(f"{command}: {problem}\n{(stderr.strip() or stdout.strip())[-1500:]}")
+    return failures
+
+
+def trace_notebooks(makefile: Path = ROOT / "Makefile") -> list[str]:
+    """The notebooks that replay the public traces: the Makefile's ``TRACE_NOTEBOOKS``."""
+    found = re.search(r"^TRACE_NOTEBOOKS\s*:=\s*(.*)$", makefile.read_text(encoding="utf-8"), re.M)
+    return found.group(1).split() if found else []
+
+
+def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Path | None,
+                    pattern: str = "*.ipynb") -> None:
+    """Copy the notebooks out of the installed package and run every one (matching
+    ``pattern``) under nbval."""
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", *NOTEBOOK_TESTS],
+         logs / "install-notebook-tests.log")
+    shared = shared_data()
+    env = clean_env(venv, work / "home", shared)
+    env = no_compiler(env, shadow) if shadow is not None else env
+    env["MAGNUM_NB_SOLUTIONS"] = "1"  # the exercises' check cells run our solutions
+    notebooks = work / "notebooks"
+    _run([venv / "bin" / "faux-magnum", "lab", "--copy-only", str(notebooks)], logs / "lab-copy.log", env=env)
+    skipped = [] if shared is not None else trace_notebooks()
+    chosen = sorted(p.name for p in notebooks.glob(pattern if pattern.endswith(".ipynb") else pattern + ".ipynb")
+                    if p.name not in skipped)
+    if not chosen:
+        raise CheckFailed(f"no notebook in {notebooks} matches {pattern!r}")
+    print(f"wheel-check: nbval on {len(chosen)} notebook(s) in {notebooks}"
+          f"{' (without ' + ', '.join(skipped) + ': no traces)' if skipped else ''}", flush=True)
+    _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", *chosen],
+         logs / "nbval.log", cwd=notebooks, env=env)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, help="venv to use (created if missing; default: a fresh temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (printed)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per README command (default: 300)")
+    parser.add_argument("--no-compiler", action="store_true",
+                        help="build from the sdist with no C compiler: the pure-Python fallback")
+    parser.add_argument("--notebooks", nargs="?", const="*.ipynb", metavar="GLOB",
+                        help="also run every notebook (or those matching GLOB, e.g. '0[0-3]_*') under nbval")
+    parser.add_argument("--smoke", action="store_true",
+                        help="also run the binary wheels' smoke test ([tool.cibuildwheel] test-command)")
+    parser.add_argument("--reuse-deps", action="store_true",
+                        help="give the venv this interpreter's packages instead of installing them (quicker)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="magnum-wheel-check-"))
@@ -233,21 +386,46 @@ def main(argv=None) -> int:
     logs.mkdir()
     work.mkdir()
     venv = args.venv.resolve() if args.venv else tmp / "venv"
+    shadow = tmp / "no-compiler" if args.no_compiler else None
+    backend = "python" if args.no_compiler else "compiled"
     try:
-        wheel = build_wheel(tmp / "dist", logs, clean_copy(tmp / "source"))
-        print(f"wheel-check: built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)", flush=True)
-        problems = wheel_problems(wheel)
+        source = clean_copy(tmp / "source")
+        if shadow is not None:
+            env = no_compiler(build_env(require_compiled=False), shadow)
+            source = build_sdist(tmp / "dist", logs, source, env)
+            print(f"wheel-check: built {source.name} (no C compiler from here on)", flush=True)
+        else:
+            env = build_env()
+        wheel = build_wheel(tmp / "dist", logs, source, env)
+        print(f"wheel-check: built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB, "
+              f"{time.perf_counter() - started:.0f} s)", flush=True)
+        problems = wheel_problems(wheel, compiled=shadow is None)
         if problems:
             raise CheckFailed("the wheel is incomplete: " + "; ".join(problems))
-        print("wheel-check: the wheel holds every data file and compiled module, no .c", flush=True)
-        python = install(wheel, venv, logs)
-        print(f"wheel-check: installed in {venv}", flush=True)
-        line = check_not_shadowed(python, venv, clean_env(venv, work / "home"))
+        print("wheel-check: the wheel holds every data file and notebook, "
+              + ("no compiled module but the pure-Python marker" if shadow else "every compiled module")
+              + ", no .c", flush=True)
+        step = time.perf_counter()
+        python = install(wheel, venv, logs, args.reuse_deps)
+        print(f"wheel-check: installed in {venv} ({time.perf_counter() - step:.0f} s)", flush=True)
+        check_env = clean_env(venv, work / "home")
+        line = check_not_shadowed(python, venv, no_compiler(check_env, shadow) if shadow else check_env, backend)
         print(f"wheel-check: from the repository root: {line}", flush=True)
         print(f"wheel-check: README commands, run in {work}:", flush=True)
-        failures = check_commands(venv, work, args.timeout)
+        step = time.perf_counter()
+        failures = check_commands(venv, work, args.timeout, shadow)
         if failures:
             raise CheckFailed(f"{len(failures)} README command(s) failed:\n" + "\n".join(failures))
+        print(f"wheel-check: README commands ok ({time.perf_counter() - step:.0f} s)", flush=True)
+        if args.smoke:
+            print("wheel-check: the wheels' smoke test:", flush=True)
+            failures = check_smoke(python, venv, work, logs, args.timeout, shadow)
+            if failures:
+                raise CheckFailed(f"{len(failures)} smoke command(s) failed:\n" + "\n".join(failures))
+        if args.notebooks:
+            step = time.perf_counter()
+            check_notebooks(python, venv, work, logs, shadow, args.notebooks)
+            print(f"wheel-check: the notebooks passed nbval ({time.perf_counter() - step:.0f} s)", flush=True)
     except CheckFailed as exc:
         print(f"wheel-check: FAILED: {exc}", file=sys.stderr)
         if not args.keep:  # keep the logs, not the half-gigabyte venv and source copy
@@ -255,7 +433,7 @@ def main(argv=None) -> int:
                 shutil.rmtree(tmp / part, ignore_errors=True)
         print(f"wheel-check: logs kept in {logs}", file=sys.stderr)
         return 1
-    print(f"wheel-check: ok in {time.perf_counter() - started:.0f} s")
+    print(f"wheel-check: ok in {time.perf_counter() - started:.0f} s ({backend} backend)")
     if args.keep:
         print(f"wheel-check: kept {tmp}")
     else:

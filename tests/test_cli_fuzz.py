@@ -62,8 +62,10 @@ PATH_INPUT = COMMON + ["@DIR", "@LINK_DIR", "@FIFO", "@LINK_FIFO", "@MISSING", "
 PATH_STATE = COMMON + ["@DIR", "@LINK_DIR", "@FIFO", "@LINK_FIFO", "@NO_PARENT", "@LATIN1", "@UTF16",
                        "@BINARY", "@DEEP_JSON", "@SPARSE_1G", "@DIR/", "@STATE_DEVICES_1E30",
                        "@STATE_MEMORY_1E30", "@STATE_COUNT_2E70", "@STATE_TIME_1E30"]
+# A folder to write into (faux-magnum lab DIR): a directory or a new name is fine; these are not.
+PATH_DIR = COMMON + ["@FIFO", "@LINK_FIFO", "@NO_PARENT", "@LATIN1", "@BINARY", "@SPARSE_1G", "@MANIFEST"]
 CLASSES = {"int": NUMERIC, "float": NUMERIC, "duration": NUMERIC, "size": NUMERIC, "text": TEXT,
-           "choice": CHOICE, "path": PATH_INPUT, "state-path": PATH_STATE}
+           "choice": CHOICE, "path": PATH_INPUT, "state-path": PATH_STATE, "dir": PATH_DIR}
 
 # A valid, fast invocation of each subcommand; each flag is fuzzed under the first base that
 # lists it (or under "*", the rest). A new subcommand without a base fails test_every_command_has_a_base.
@@ -81,6 +83,7 @@ BASES = {
               (["hedge", "--dist", "exp", "--hedge-at", "p95", "--requests", "500"], "*")],
     "hetero": [(["hetero", "--trace", "gavel", "--jobs", "8"], {"trace_file"}),
                (["hetero", "--trace", "roofline", "--jobs", "8"], "*")],
+    "lab": [(["lab", "@LAB_DIR", "--copy-only"], "*")],
     "lease": [(["lease", "--cluster", "@STATE", "--list"], {"release"}),
               (["lease", "--job-id", "j1", "--gpu-type", "h100", "--cluster", "@STATE"], "*")],
     "pack": [(["pack", "--jobs", "5"], "*")],
@@ -227,6 +230,7 @@ def make_files(root: Path) -> dict[str, str]:
 
     files["@MANIFEST"] = data_path("manifests", "article.yaml")
     files["@STATE"] = root / "state.json"
+    files["@LAB_DIR"] = root / "lab_copy"
     out = {k: str(v) for k, v in files.items()}
     out["@DIR/"] = out["@DIR"] + "/"
     return out

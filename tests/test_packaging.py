@@ -1,5 +1,5 @@
 """A normal install: shipped data, the wheel check's pieces, the backend of an installed
-copy, the one-compile build, and the JupyterLab settings `make lab` ships."""
+copy, the one-compile build, and the JupyterLab settings the kit ships."""
 from __future__ import annotations
 
 import ast
@@ -128,6 +128,7 @@ def _complete_names():
              for f in (PACKAGE / "data").rglob("*") if f.is_file()]
     names += ["magnum_lib/" + p.relative_to(PACKAGE).with_suffix("").as_posix()
               + ".cpython-311-x86_64-linux-gnu.so" for p in PACKAGE.rglob("_*.pyx")]
+    names += [f"magnum_lib/_notebooks/{rel}" for rel in _check_wheel().kit_files()]
     return names + ["magnum_lib/py.typed"]
 
 
@@ -145,6 +146,27 @@ def test_wheel_problems_names_what_is_missing_or_extra(tmp_path):
     assert "no compiled module for magnum_lib/engine/_queue.pyx" not in problems
     assert "generated C source shipped: magnum_lib/engine/_heap.c" in problems
     assert "missing magnum_lib/py.typed" in problems
+
+
+def test_wheel_problems_names_a_missing_notebook(tmp_path):
+    names = [n for n in _complete_names() if not n.endswith(("_notebooks/04_the_bouncer.ipynb",
+                                                             "_notebooks/solutions/02_ex1.py"))]
+    problems = _check_wheel().wheel_problems(_fake_wheel(tmp_path / "w.whl", names))
+    assert problems == ["missing notebook file magnum_lib/_notebooks/04_the_bouncer.ipynb",
+                        "missing notebook file magnum_lib/_notebooks/solutions/02_ex1.py"]
+
+
+def test_wheel_problems_of_a_pure_python_wheel(tmp_path):
+    check = _check_wheel()
+    pure = [n for n in _complete_names() if not n.endswith(".so")] + [check.PURE_MARKER]
+    assert check.wheel_problems(_fake_wheel(tmp_path / "pure.whl", pure), compiled=False) == []
+    # a compiled module, or no marker, is not what a build without a compiler makes
+    mixed = pure[:-1] + ["magnum_lib/engine/_heap.cpython-311-x86_64-linux-gnu.so"]
+    assert check.wheel_problems(_fake_wheel(tmp_path / "mixed.whl", mixed), compiled=False) == [
+        "unexpected compiled module for magnum_lib/engine/_heap.pyx", f"missing {check.PURE_MARKER}"]
+    # and the marker in a compiled wheel is a problem too
+    full = _complete_names() + [check.PURE_MARKER]
+    assert check.wheel_problems(_fake_wheel(tmp_path / "full.whl", full)) == [f"unexpected {check.PURE_MARKER}"]
 
 
 def test_clean_env_drops_the_source_tree_and_magnum_settings(tmp_path, monkeypatch):
@@ -272,7 +294,12 @@ def test_makefile_compiles_once_and_quietly():
     assert set(rule.group(1).split()) == {"$(STAMP)", "setup.py", "$(CYTHON_SOURCES)"}
     assert "-name '*.pyx' -o -name '*.pxd'" in makefile
     build = rule.group(2)
-    assert "setup.py build_ext --inplace > $(BUILD_LOG) 2>&1 ||" in build
+    # the compiler's output goes to the log; only setup.py's own lines (the up-front warning
+    # that compiling takes minutes, one progress line per module) reach the terminal
+    assert "{ env -u MAGNUM_CYTHON_DEBUG $(PY) setup.py build_ext --inplace 2>&1; echo $$? > build/.build-status; } |" in build
+    assert "tee $(BUILD_LOG) |" in build
+    assert "grep --line-buffered '^magnum-build:'" in build
+    assert 'test "$$(cat build/.build-status)" = 0 ||' in build
     assert "cat $(BUILD_LOG)" in build  # the log is shown only when the build fails
     assert "--force" not in build and "MAGNUM_CYTHON_FORCE" not in build
     assert build.rstrip().endswith("@touch $@")
@@ -295,22 +322,16 @@ def test_browser_tests_use_the_same_settings():
     assert shipped["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
 
 
-def test_make_lab_installs_the_settings_and_never_checks_for_updates():
-    makefile = (ROOT / "Makefile").read_text()
-    assert "LAB_OVERRIDES := lab-settings/overrides.json" in makefile
-    assert re.search(r"^LAB_SETTINGS\s*:= \$\(VENV\)/share/jupyter/lab/settings/overrides\.json", makefile, re.M)
-    lab = re.search(r"^lab:.*?(?=^\S|\Z)", makefile, re.M | re.S).group(0)
-    assert "$(LAB_SETTINGS)" in lab.splitlines()[0]
-    assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in lab
-    rule = re.search(r"^\$\(LAB_SETTINGS\):.*?(?=^\S)", makefile, re.M | re.S).group(0)
-    assert "cp $(LAB_OVERRIDES) $@" in rule
+def test_postbuild_installs_the_lab_settings():
+    # Binder has no `faux-magnum lab`: postBuild installs the same overrides in the image.
     postbuild = (ROOT / "postBuild").read_text()
     assert "lab-settings/overrides.json" in postbuild and "share/jupyter/lab/settings" in postbuild
 
 
-def test_jupyterlab_reads_overrides_where_make_lab_puts_them(tmp_path):
-    # $(VENV)/share/jupyter/lab/settings is JupyterLab's default app settings dir: the
-    # overrides file make lab copies there is the one JupyterLab applies.
+def test_jupyterlab_reads_overrides_where_postbuild_puts_them(tmp_path):
+    # <prefix>/share/jupyter/lab/settings is JupyterLab's default app settings dir: the
+    # overrides file postBuild copies there is the one JupyterLab applies (faux-magnum lab
+    # points --LabApp.app_settings_dir at its own copy instead: tests/test_lab.py).
     labapp = pytest.importorskip("jupyterlab.labapp")
     settings_utils = pytest.importorskip("jupyterlab_server.settings_utils")
     assert Path(labapp.LabApp().app_settings_dir) == Path(sys.prefix, "share", "jupyter", "lab", "settings")

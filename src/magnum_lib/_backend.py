@@ -7,7 +7,10 @@ is set or the extension is not built, in which case it returns the reference.
 
 A source checkout may run without building (the references stand in). An installed
 copy (a wheel) is built: if one of its extensions is missing, the install is broken, and
-``backend()`` says so once with a ``RuntimeWarning`` naming the missing modules.
+``backend()`` says so once with a ``RuntimeWarning`` naming the missing modules. The one
+exception is a copy installed where compiling failed (no C compiler): setup.py then
+ships no extension and a marker file saying why (:func:`installed_without_compiler`),
+and that copy runs the references quietly, as intended.
 """
 from __future__ import annotations
 
@@ -48,6 +51,19 @@ def is_source_checkout() -> bool:
     return PACKAGE_DIR.parent.name == "src" and (PACKAGE_DIR.parents[1] / "pyproject.toml").is_file()
 
 
+#: Written by setup.py into a copy installed without extensions (its content: why).
+PURE_MARKER = "_pure_python_install.txt"
+
+
+@functools.cache
+def installed_without_compiler() -> str | None:
+    """Why this copy was installed without compiled extensions (None if it was not)."""
+    try:
+        return (PACKAGE_DIR / PURE_MARKER).read_text(encoding="utf-8").strip() or "compiling failed"
+    except OSError:
+        return None
+
+
 @functools.cache
 def extension_names() -> tuple[str, ...]:
     """Every compiled module the package should have: one per shipped ``_*.pyx``."""
@@ -72,7 +88,7 @@ def missing_extensions() -> tuple[str, ...]:
 @functools.cache
 def _warn_broken_install() -> None:
     missing = missing_extensions()
-    if missing and not is_source_checkout():
+    if missing and not is_source_checkout() and installed_without_compiler() is None:
         warnings.warn(
             f"magnum_lib installed at {PACKAGE_DIR} lacks {len(missing)} compiled extension(s): "
             f"{', '.join(missing)}; their pure-Python references run instead (slower). "
@@ -84,7 +100,9 @@ def describe() -> str:
     """One line: the active backend, where the package was imported from, what is missing."""
     text = f"backend: {backend()}, {PACKAGE_DIR}"
     missing = missing_extensions()
-    if missing and not pure_python_forced():
+    if installed_without_compiler() is not None and not pure_python_forced():
+        text += " (installed without a C compiler: pure Python; `faux-magnum doctor` says how to compile)"
+    elif missing and not pure_python_forced():
         text += f" (missing compiled: {', '.join(m.rsplit('.', 1)[1] for m in missing)})"
     return text
 

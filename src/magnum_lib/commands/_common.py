@@ -426,6 +426,33 @@ class StateFile(InputFile):
         return super().describe() + ", created if missing"
 
 
+class OutputDir(FlagType):
+    """A folder to write into: an existing directory, or a new one whose parent exists."""
+
+    kind = "dir"
+    example = "faux-magnum-notebooks"
+
+    def parse(self, text):
+        if len(text) > _MAX_PATH or not text.isprintable():
+            raise _refuse(f"must be a printable path of at most {_MAX_PATH} characters, got {_path(text)}")
+        try:
+            st = os.stat(text)
+        except FileNotFoundError:
+            parent = os.path.dirname(os.path.normpath(text)) or "."
+            if not os.path.isdir(parent):
+                raise _refuse(f"{_path(text)}: directory {_path(parent)} does not exist") from None
+            return text
+        except OSError as exc:
+            raise _refuse(f"cannot be read: {_path(text)} ({exc.strerror})") from None
+        if not stat.S_ISDIR(st.st_mode):
+            kind = "a regular file" if stat.S_ISREG(st.st_mode) else _file_kind(st.st_mode)
+            raise _refuse(f"must be a folder, got {_path(text)}: {kind}")
+        return text
+
+    def describe(self):
+        return "a folder, created if missing (its parent must exist)"
+
+
 #: Every command's --seed (numpy takes any non-negative int; int64 keeps it portable).
 SEED = Int(0, 2**63 - 1)
 

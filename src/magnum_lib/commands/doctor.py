@@ -26,6 +26,12 @@ REQUIRED = ("numpy", "scipy", "matplotlib", "ipywidgets", "yaml", "tqdm", "jupyt
 OPTIONAL = ("dask", "distributed", "pytest", "hypothesis", "nbval", "playwright", "simpy")
 
 
+#: How to get the compiled backend on a pure-Python install.
+COMPILE_HINT = ("For the compiled backend: install a C compiler (gcc or clang; Xcode command line "
+                "tools on macOS; Visual Studio Build Tools on Windows), then "
+                "`pip install --force-reinstall --no-cache-dir magnum_lib`")
+
+
 @dataclass
 class Check:
     name: str
@@ -81,6 +87,9 @@ def _check_library() -> list[Check]:
         checks.append(Check("backend", OK, "compiled (Cython fast paths)"))
     elif _backend.pure_python_forced():
         checks.append(Check("backend", WARN, "python (forced by MAGNUM_PUREPYTHON)"))
+    elif (why := _backend.installed_without_compiler()) is not None:
+        checks.append(Check("backend", WARN, f"python: installed without compiled extensions ({why}); "
+                                              "the notebooks run, slower. " + COMPILE_HINT))
     else:
         checks.append(Check("backend", FAIL, "python: the Cython extensions are not built "
                                               "(run `make build`)"))
@@ -96,6 +105,8 @@ def _check_library() -> list[Check]:
     if broken:
         checks.append(Check("extensions", FAIL if backend == "compiled" else WARN,
                             f"{len(broken)} not importable: {', '.join(broken)}"))
+    elif not compiled:
+        checks.append(Check("extensions", WARN, "none built: the pure-Python references run"))
     else:
         checks.append(Check("extensions", OK, f"{len(compiled)} compiled modules import"))
     return checks

@@ -162,7 +162,7 @@ def _run_lease(args) -> int:
     try:
         print(json.dumps(out) if args.json else "\n".join(text), flush=True)
     except BrokenPipeError:  # e.g. `| head -1`; the state is saved, the reader left early
-        sys.stdout = open(os.devnull, "w")
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
     return 0
 
 

@@ -18,8 +18,9 @@ import numbers
 import os
 from pathlib import Path
 
+from magnum_lib._kit import KitNotFound, notebooks_dir
+
 ENV = "MAGNUM_NB_SOLUTIONS"
-_REPO_SOLUTIONS = Path(__file__).resolve().parents[3] / "notebooks" / "solutions"
 
 
 def solutions_enabled() -> bool:
@@ -28,11 +29,16 @@ def solutions_enabled() -> bool:
 
 
 def solution_path(name: str) -> Path:
-    """``solutions/<name>.py`` next to the running notebook, else the repository's copy."""
+    """``solutions/<name>.py`` next to the running notebook, else the kit's copy (the
+    package's, or the checkout's ``notebooks/solutions``)."""
     if not name.replace("_", "").isalnum():
         raise ValueError(f"solution name must look like '01_ex1', got {name!r}")
     local = Path.cwd() / "solutions" / f"{name}.py"
-    path = local if local.is_file() else _REPO_SOLUTIONS / f"{name}.py"
+    try:
+        shipped = notebooks_dir() / "solutions" / f"{name}.py"
+    except KitNotFound:
+        shipped = local
+    path = local if local.is_file() else shipped
     if not path.is_file():
         raise FileNotFoundError(f"no solution file for {name!r} (looked at {local} and {path})")
     return path

@@ -396,7 +396,8 @@ def _read_json(p: Path, max_bytes: int):
     import stat
 
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        # O_NONBLOCK (POSIX only; Windows has no FIFOs to wait on), O_BINARY (Windows only).
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise ValueError(f"{p}: cannot read ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as f:
