@@ -130,6 +130,7 @@ def test_las_tiresias_jump_flag_reaches_the_policy(capsys, tmp_path):
     jobs = make_jobs([0, 10], [200, 100], [8, 1])
     for flag in (False, True):
         out = _json(capsys, base + ["--las-tiresias-jump"] * flag)
+        assert out["trace"] == "tiresias-2"          # the file's, not Tiresias' 60 jobs
         direct = replay(jobs, ReplayCluster.uniform(1, 8), TiresiasLAS((500.0,), tiresias_jump=flag))
         assert out["avg_jct_s"] == direct.summary()["avg_jct_s"]
         assert out["avg_jct_s"] == (300 + (171 if flag else 162.5) - 10) / 2
