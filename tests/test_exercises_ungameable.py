@@ -293,3 +293,16 @@ def test_no_answer_is_printed_above_it(path, solutions_env):
 def test_the_number_reader():
     assert numbers_in("off by 1,024x; 12.5% of 3e3 s, C21") == {1024.0, 12.5, 0.125, 3000.0}
     assert numbers_in("p95 -4.5 ms (C24)") == {-4.5}
+
+
+def test_every_naive_answer_belongs_to_an_exercise():
+    """A NAIVE entry for a renamed exercise or variable would be silently never tried."""
+    found = {}
+    for path in NOTEBOOKS:
+        for ex in exercises(nbformat.read(path, as_version=4)):
+            found[ex["name"]] = ex["vars"]
+    for name, answers in NAIVE.items():
+        assert name in found, f"NAIVE names {name!r}, which no notebook has"
+        for answer in answers:
+            if isinstance(answer, Together):
+                assert set(answer) <= set(found[name]), f"NAIVE[{name!r}]: {sorted(answer)} not in {found[name]}"
