@@ -81,6 +81,24 @@ def test_60_job_trace_matches_tiresias(sim, policy, nodes):
 
 
 @tiresias
+@pytest.mark.parametrize("knob", replay_peers.SWEEP_LAS_KNOBS)
+@pytest.mark.parametrize("thresholds", [t for t in replay_peers.SWEEP_LAS_THRESHOLDS if t], ids=str)
+@pytest.mark.parametrize("nodes", [2, 4])
+def test_las_thresholds_and_promotion_match_tiresias_under_python27(sim, nodes, thresholds, knob):
+    """Tiresias' own thresholds preempt nothing on its 60 jobs; these do. Under Python 2.7
+    (its arithmetic) we agree job for job on both backends."""
+    from magnum_lib.replay.policies import TiresiasLAS
+
+    jobs = traces.tiresias_jobs()
+    theirs, pre, _ = replay_peers.run_tiresias(sim, jobs, nodes, 4, "las", f"las{nodes}", thresholds, knob)
+    for backend in ("compiled", "python"):
+        ours = replay(jobs, ReplayCluster.uniform(nodes, 4), TiresiasLAS(thresholds, knob, tiresias_jump=True),
+                      backend=backend)
+        np.testing.assert_array_equal(ours.finish_s, theirs)
+        assert ours.preemptions.sum() == pre
+
+
+@tiresias
 @pytest.mark.parametrize("policy", ["fifo-strict", "fifo-skip", "srtf"])
 def test_philly_slice_matches_tiresias(sim, policy):
     jobs = traces.philly_jobs("0e4a51", min_duration_s=60, gpu_counts=[1, 2, 4, 8]).subset(slice(0, 150))
