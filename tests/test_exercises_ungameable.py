@@ -9,7 +9,9 @@ check with the answer replaced by
   outputs of the exercise cells themselves; "12%" also counts as 0.12), converted to the
   solution's type, the closest ``MAX_COPIED`` of them to the solution (a number a thousand
   times off cannot be what a check wrongly accepts),
-* the naive answers: 0 and 1 for a number, and those listed in :data:`NAIVE`,
+* the naive answers: 0 and 1 for a number, and those listed in :data:`NAIVE` (a literal,
+  an :class:`Expr` computed in the kernel, or :class:`Together`: several answer variables
+  at once, the others keeping the solution's values),
 
 and requires every one of them to fail (an exception, as a student sees it), then runs it with
 the solution and requires it to pass. A candidate equal to the solution is skipped: an answer
@@ -42,9 +44,35 @@ NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 MAX_COPIED = 60          # printed numbers tried per exercise, the closest to the solution first
 MAX_FACTOR = 1e3         # numbers further than this factor from the solution are not tried
 
-# Answers a student might give without solving the exercise (beyond 0 and 1 for a number).
+
+
+class Expr(str):
+    """A naive answer given as Python source, evaluated in the notebook's kernel at the check
+    (from the notebook's objects or the solution's intermediate values). It must evaluate
+    there: a naive answer that cannot be computed is a harness error, not a failing check."""
+
+
+class Together(dict):
+    """A naive answer setting several answer variables at once ``{variable: literal or Expr}``;
+    the exercise's other variables keep the solution's values."""
+
+
+_MI300X = 'catalog["mi300x"]'
+# Answers a student might give without solving the exercise (beyond 0 and 1 for a number). A
+# literal or Expr is tried for each answer variable in turn; a Together sets the ones it names.
 NAIVE: dict[str, list] = {
-    "00_ex4": [1.0],
+    "00_ex1": [Expr('600_000 * catalog["h100_sxm"].facts["cuda_cores_full_die"]'),   # the full die
+               Expr('200_000 * catalog["h100_sxm"].facts["cuda_cores"]')],           # section 1's fleet
+    "00_ex2": [Expr(f'{_MI300X}.peak("bf16") / {_MI300X}.mem_bandwidth_Bps'),          # BF16's ridge
+               Expr(f'({_MI300X}.peak("fp8") / 1e12) / ({_MI300X}.mem_bandwidth_Bps / 1e9)'),  # TFLOPS / GB/s
+               Expr(f'2 * {_MI300X}.peak("fp8") / {_MI300X}.mem_bandwidth_Bps')],      # the sparse FP8 peak
+    "00_ex3": ["mi300x"],                                  # the fastest, not the frugal one
+    "00_ex4": [1.0,                                        # the hinted "no slower"
+               Together(ex4_slowdown=1.0, ex4_shapes=41),  # ... over all 41 shapes
+               Together(ex4_slowdown=Expr("float(np.mean(ratios))"), ex4_shapes=41),    # over all shapes
+               Together(ex4_slowdown=Expr("float(np.median(ratios))"), ex4_shapes=41),
+               Together(ex4_slowdown=Expr("float(np.mean(ratios))")),
+               Together(ex4_slowdown=Expr("float(np.median(ratios))"))],
     "07_ex1": [1e-3],                                   # the 1 ms bound the exercise states
     "07_ex3": [{"view": "fresh"}, {"node_queue": 8}],   # knobs that remove the problem
 }
@@ -111,9 +139,14 @@ def _specific(x: float) -> bool:
     return abs(x) >= 100 or (x != round(x) and len(f"{abs(x):.6g}".replace(".", "").strip("0")) >= 3)
 
 
+def _source(answer) -> str:
+    """Python source for one naive value: an Expr as written, a literal by its repr."""
+    return str(answer) if isinstance(answer, Expr) else repr(answer)
+
+
 def _candidates(solution, seen: set[float], name: str) -> list[str]:
-    """Python literals of the answers to try, converted to the solution's type."""
-    naive = [repr(a) for a in NAIVE.get(name, [])]
+    """Python sources of the answers to try for one variable, converted to the solution's type."""
+    naive = [_source(a) for a in NAIVE.get(name, []) if not isinstance(a, Together)]
     kind = solution["type"]
     if kind not in ("int", "float"):
         return naive
@@ -131,16 +164,32 @@ def _candidates(solution, seen: set[float], name: str) -> list[str]:
     return naive + [repr(int(x)) if kind == "int" else repr(float(x)) for x in close[:MAX_COPIED]]
 
 
-def _probe(client, ex: dict, var: str, candidates: list[str], index: int) -> list[str]:
-    """The candidates for which the check cell passes (each should fail)."""
+def _probe(client, ex: dict, answers: list[dict[str, str]], index: int) -> list[dict[str, str]]:
+    """The answers (each ``{variable: Python source}``) for which the check cell passes (each
+    should fail). Every value is computed first, and must compute (see :class:`Expr`)."""
     check = ex["check_source"]   # (nbclient may store a probe cell in place of the notebook's)
     passing = []
-    for cand in candidates:
-        ok, _ = _run(client, f"_harness_saved = {var}\n{var} = {cand}\n{check}", index)
-        _run(client, f"{var} = _harness_saved", index)
+    for answer in answers:
+        names = list(answer)
+        ok, out = _run(client, f"_harness_new = ({', '.join(answer.values())},)", index)
+        assert ok, f"{ex['name']}: the naive answer {answer} does not compute in the notebook:\n{out}"
+        ok, _ = _run(client, f"_harness_saved = ({', '.join(names)},)\n"
+                             f"({', '.join(names)},) = _harness_new\n{check}", index)
+        _run(client, f"({', '.join(names)},) = _harness_saved", index)
         if ok:
-            passing.append(cand)
+            passing.append(answer)
     return passing
+
+
+def _together(name: str, variables: list[str]) -> list[dict[str, str]]:
+    """The exercise's :class:`Together` naive answers, as ``{variable: Python source}``."""
+    out = []
+    for answer in NAIVE.get(name, []):
+        if isinstance(answer, Together):
+            unknown = set(answer) - set(variables)
+            assert not unknown, f"NAIVE[{name!r}] names {sorted(unknown)}, not answer variables {variables}"
+            out.append({k: _source(v) for k, v in answer.items()})
+    return out
 
 
 def _where(literal: str, texts: list[str], cells: list[int]) -> str:
@@ -180,9 +229,12 @@ def _execute(path: Path):
                     if sol["value"] is not None and _specific(sol["value"]) and any(
                             math.isclose(x, sol["value"], rel_tol=1e-9, abs_tol=1e-12) for x in seen):
                         record["printed_answer"][var] = sol["value"]
-                    passing = _probe(client, ex, var, _candidates(sol, seen, ex["name"]), i)
+                    passing = _probe(client, ex, [{var: c} for c in _candidates(sol, seen, ex["name"])], i)
                     if passing:   # say where each was printed, so the fix is easy to find
-                        record["gameable"][var] = {c: _where(c, seen_text, seen_cells) for c in passing}
+                        record["gameable"][var] = {a[var]: _where(a[var], seen_text, seen_cells) for a in passing}
+                passing = _probe(client, ex, _together(ex["name"], ex["vars"]), i)
+                if passing:
+                    record["gameable"]["together"] = [str(a) for a in passing]
                 client.execute_cell(cell, i)   # the check with the solution: must pass
                 yield record
                 continue
@@ -241,3 +293,16 @@ def test_no_answer_is_printed_above_it(path, solutions_env):
 def test_the_number_reader():
     assert numbers_in("off by 1,024x; 12.5% of 3e3 s, C21") == {1024.0, 12.5, 0.125, 3000.0}
     assert numbers_in("p95 -4.5 ms (C24)") == {-4.5}
+
+
+def test_every_naive_answer_belongs_to_an_exercise():
+    """A NAIVE entry for a renamed exercise or variable would be silently never tried."""
+    found = {}
+    for path in NOTEBOOKS:
+        for ex in exercises(nbformat.read(path, as_version=4)):
+            found[ex["name"]] = ex["vars"]
+    for name, answers in NAIVE.items():
+        assert name in found, f"NAIVE names {name!r}, which no notebook has"
+        for answer in answers:
+            if isinstance(answer, Together):
+                assert set(answer) <= set(found[name]), f"NAIVE[{name!r}]: {sorted(answer)} not in {found[name]}"

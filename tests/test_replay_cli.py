@@ -116,6 +116,26 @@ def test_leaderboard_on_sweep():
     assert rows[-1]["policy"] == "fifo-strict"
 
 
+def test_las_tiresias_jump_flag_reaches_the_policy(capsys, tmp_path):
+    # Issue 19's two-job case as a Tiresias trace file (see test_replay_core.py: job 1
+    # ends at 171 s with Tiresias' Python 2.7 wake-up, at 162.5 s at the exact threshold).
+    trace = tmp_path / "two.csv"
+    trace.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                     "0,8,0,1,vgg19,200,0\n1,1,10,1,vgg19,100,0\n")
+    base = ["replay", "--trace", "tiresias", "--trace-file", str(trace), "--nodes", "1",
+            "--gpus-per-node", "8", "--policy", "las", "--las-thresholds", "500"]
+    from magnum_lib.replay import ReplayCluster, make_jobs, replay
+    from magnum_lib.replay.policies import TiresiasLAS
+
+    jobs = make_jobs([0, 10], [200, 100], [8, 1])
+    for flag in (False, True):
+        out = _json(capsys, base + ["--las-tiresias-jump"] * flag)
+        assert out["trace"] == "tiresias-2"          # the file's, not Tiresias' 60 jobs
+        direct = replay(jobs, ReplayCluster.uniform(1, 8), TiresiasLAS((500.0,), tiresias_jump=flag))
+        assert out["avg_jct_s"] == direct.summary()["avg_jct_s"]
+        assert out["avg_jct_s"] == (300 + (171 if flag else 162.5) - 10) / 2
+
+
 @pytest.mark.needs_traces
 def test_las_options_reach_the_policy(capsys):
     # Tiresias' 60 jobs on 8 GPUs: enough preemptions to tell the options apart, and quick on

@@ -2,6 +2,9 @@
 API's refusals (nothing half-applied), placement, metrics and trace builders."""
 from __future__ import annotations
 
+import math
+import operator
+
 import numpy as np
 import pytest
 
@@ -64,6 +67,40 @@ def test_las_demotes_at_the_threshold_and_long_job_yields(backend):
     assert r.finish_s.tolist() == [230, 90] and r.preemptions.tolist() == [1, 0]
     fifo = replay(jobs, _one_node(2), "fifo-strict", backend=backend)
     assert fifo.finish_s.tolist() == [200, 230]
+
+
+def _tiresias_job1_finish_s(div) -> int:
+    """Job 1's finish in Tiresias' ``dlas-gpu`` loop (run_sim.py) on the issue-19 case, with
+    ``div`` standing for its ``/`` in ``jump_time = int(math.ceil((queue_limit[qid] -
+    executed_time) / num_gpu) + event_time)`` (whole seconds, integer limit and GPU count)."""
+    limit, gpus0 = 500, 8
+    jump = math.ceil(div(limit - 0, gpus0)) + 0       # t=0: job 0 starts, has run 0 s
+    assert jump > 10                                  # so job 1's arrival at t=10 comes first
+    jump = math.ceil(div(limit - 10, gpus0)) + 10     # t=10: job 1 waits, job 0 has run 10 s
+    assert gpus0 * jump >= limit                      # at the jump job 0 is demoted, preempted;
+    return jump + 100                                 # job 1 (queue 0) starts and runs 100 s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_las_tiresias_jump_follows_python27_floor_division(backend):
+    # Issue 19 section 7: 8 GPUs, one threshold of 500 GPU-s; job 0: 8 GPUs at t=0 for
+    # 200 s; job 1: 1 GPU at t=10 for 100 s. Tiresias' README requires Python 2.7 and
+    # run_sim.py has no ``from __future__ import division``, so on its integers
+    # ``(500 - 10) / 8`` is 490 // 8 = 61 and math.ceil(61) = 61: job 0 is checked (and
+    # demoted, 8 x 71 = 568 >= 500) at 10 + 61 = 71 s, and job 1 runs 71-171 s. Under
+    # Python 3 the same line is ceil(61.25) = 62: 72 s, and job 1 ends at 172 s.
+    py27 = _tiresias_job1_finish_s(operator.floordiv)
+    py3 = _tiresias_job1_finish_s(operator.truediv)
+    assert (py27, py3) == (171, 172)                  # the case tells the two apart
+    jobs = make_jobs([0, 10], [200, 100], [8, 1])
+    r = replay(jobs, _one_node(8), TiresiasLAS((500.0,), tiresias_jump=True), backend=backend)
+    assert r.backend == backend
+    assert r.start_s.tolist() == [0, py27 - 100] and r.finish_s[1] == py27
+    assert r.finish_s[0] == py27 + (200 - (py27 - 100))   # job 0 resumes for its 129 s left
+    assert r.preemptions.tolist() == [1, 0]
+    # Without the flag the demotion is exact: 500 GPU-s / 8 GPUs = 62.5 s.
+    exact = replay(jobs, _one_node(8), TiresiasLAS((500.0,)), backend=backend)
+    assert exact.finish_s[1] == 62.5 + 100
 
 
 def test_round_policy_waits_for_the_round_boundary():

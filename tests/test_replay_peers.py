@@ -1,8 +1,11 @@
 """Agreement with the published simulators, run here on the same inputs (each test skips
 when its checkout is absent):
 
-* Tiresias' simulator: same per-job finish times for FIFO, skip-ahead FIFO, SRTF and LAS
-  on Tiresias' 60-job trace and on a Philly slice.
+* Tiresias' simulator, unchanged and under Python 2.7 as its README requires (found as
+  benchmarks/replay_peers.py does: ``$MAGNUM_TIRESIAS_PYTHON``, pyenv's 2.7, ``python2.7``;
+  the checkout at ``$MAGNUM_TIRESIAS``): same per-job finish times for FIFO, skip-ahead
+  FIFO, SRTF and LAS on Tiresias' 60-job trace and on a Philly slice, and issue 19's
+  two-job LAS case (171 s under 2.7, 172 s under Python 3).
 * Gavel's max-min fairness LP (its own policy code under cvxpy, in a separate
   interpreter ``$MAGNUM_GAVEL_PYTHON``): the same optimum as ours (HiGHS), and the same
   per-job normalized throughput wherever the optimum fixes it.
@@ -24,13 +27,41 @@ from magnum_lib.replay import (  # noqa: E402
     traces,  # noqa: E402
 )
 
-pytestmark = pytest.mark.needs_traces   # each compares on a real trace or Gavel's throughputs
+# Tiresias runs as its authors ran it, under Python 2.7 (replay_peers.run_tiresias): the
+# skip reason names what is missing, the checkout ($MAGNUM_TIRESIAS) or the interpreter.
+tiresias_peer = pytest.mark.skipif(not replay_peers.available(),
+                                   reason=replay_peers.missing() or "Tiresias peer present")
 
-tiresias = pytest.mark.skipif(not replay_peers.available(), reason="Tiresias checkout not found "
-                              "(set MAGNUM_TIRESIAS to SymbioticLab/Tiresias)")
-gavel_lp = pytest.mark.skipif(not replay_peers.gavel_lp_available(),
-                              reason="Gavel checkout ($MAGNUM_GAVEL) or its cvxpy interpreter "
-                                     "($MAGNUM_GAVEL_PYTHON) not found")
+
+def _on_traces(peer):
+    """``peer``'s skip mark plus needs_traces: the test compares on a real trace or on
+    Gavel's throughputs (the reproduction case below needs neither)."""
+    return lambda test: pytest.mark.needs_traces(peer(test))
+
+
+tiresias = _on_traces(tiresias_peer)
+gavel_lp = _on_traces(pytest.mark.skipif(not replay_peers.gavel_lp_available(),
+                                         reason="Gavel checkout ($MAGNUM_GAVEL) or its cvxpy interpreter "
+                                                "($MAGNUM_GAVEL_PYTHON) not found"))
+
+
+@tiresias_peer
+def test_reproduction_case_ends_job_1_where_tiresias_under_python27_does(sim):
+    """Issue 19 section 7 (worked out in tests/test_replay_core.py): the published program
+    under Python 2.7 ends job 1 at 171 s; the same files under Python 3 at 172 s."""
+    from magnum_lib.replay import make_jobs
+    from magnum_lib.replay.policies import TiresiasLAS
+
+    jobs = make_jobs([0, 10], [200, 100], [8, 1])
+    theirs, pre, _ = replay_peers.run_tiresias(sim, jobs, 1, 8, "las", "repro", thresholds_gpu_s=[500])
+    under3, _, _ = replay_peers.run_tiresias(sim, jobs, 1, 8, "las", "repro3", thresholds_gpu_s=[500],
+                                             python3=True)
+    assert theirs[1] == 171 and under3[1] == 172
+    for backend in ("compiled", "python"):
+        ours = replay(jobs, ReplayCluster.uniform(1, 8), TiresiasLAS((500.0,), tiresias_jump=True),
+                      backend=backend)
+        np.testing.assert_array_equal(ours.finish_s, theirs)
+        assert ours.preemptions.sum() == pre
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +78,24 @@ def test_60_job_trace_matches_tiresias(sim, policy, nodes):
     ours = replay(jobs, ReplayCluster.uniform(nodes, 4), policy)
     np.testing.assert_array_equal(ours.finish_s, theirs)
     assert ours.preemptions.sum() == pre
+
+
+@tiresias
+@pytest.mark.parametrize("knob", replay_peers.SWEEP_LAS_KNOBS)
+@pytest.mark.parametrize("thresholds", [t for t in replay_peers.SWEEP_LAS_THRESHOLDS if t], ids=str)
+@pytest.mark.parametrize("nodes", [2, 4])
+def test_las_thresholds_and_promotion_match_tiresias_under_python27(sim, nodes, thresholds, knob):
+    """Tiresias' own thresholds preempt nothing on its 60 jobs; these do. Under Python 2.7
+    (its arithmetic) we agree job for job on both backends."""
+    from magnum_lib.replay.policies import TiresiasLAS
+
+    jobs = traces.tiresias_jobs()
+    theirs, pre, _ = replay_peers.run_tiresias(sim, jobs, nodes, 4, "las", f"las{nodes}", thresholds, knob)
+    for backend in ("compiled", "python"):
+        ours = replay(jobs, ReplayCluster.uniform(nodes, 4), TiresiasLAS(thresholds, knob, tiresias_jump=True),
+                      backend=backend)
+        np.testing.assert_array_equal(ours.finish_s, theirs)
+        assert ours.preemptions.sum() == pre
 
 
 @tiresias
@@ -106,8 +155,9 @@ def test_maxmin_lp_matches_gavels_policy(n, spec, seed, aware):
 
 
 # ----------------------------------------------------------------------------- Gavel's FIFO
-gavel_sim = pytest.mark.skipif(not replay_peers.gavel_available(),
-                               reason="Gavel checkout not found (set MAGNUM_GAVEL to stanford-futuredata/gavel)")
+gavel_sim = _on_traces(pytest.mark.skipif(not replay_peers.gavel_available(),
+                                          reason="Gavel checkout not found (set MAGNUM_GAVEL to "
+                                                 "stanford-futuredata/gavel)"))
 
 
 def _philly_slice():

@@ -47,6 +47,8 @@ def test_backends_agree_over_seconds_with_events_far_ahead():
 @needs_compiled
 @pytest.mark.parametrize("knobs", [
     dict(partition_start_s=0.02, partition_s=0.03, partition_fraction=0.5),
+    dict(partition_start_s=0.02, partition_s=0.03, partition_fraction=0.5, partition_leases=True,
+         lease_timeout_s=0.01),
     dict(policy="hash", ring_vnodes=4, node_queue=3, view="fresh"),
     dict(policy="random", view="round", schedulers=3, preempt="checkpoint", quantum_s=1e-4),
     dict(policy="scan", load=1.3, max_attempts=3, hedge_factor=1.2, service="exp"),

@@ -1,4 +1,12 @@
-"""``faux-magnum replay``: replay a real trace under a scheduling policy (job level)."""
+"""``faux-magnum replay``: replay a real trace under a scheduling policy (job level).
+
+``--las-tiresias-jump`` makes LAS (:class:`~magnum_lib.replay.policies.TiresiasLAS`) wake
+for demotions as Tiresias' simulator does (``run_sim.py``, ``jump_time =
+int(math.ceil((queue_limit - executed_time) / num_gpu) + event_time)``), as published:
+under Python 2.7, which its README requires, without ``from __future__ import division``,
+so ``/`` floors on its integers and ``math.ceil`` changes nothing. Without the flag LAS
+demotes exactly at the threshold.
+"""
 from __future__ import annotations
 
 import json
@@ -60,7 +68,10 @@ def add(subparsers) -> None:
     p.add_argument("--promote-knob", default="0", metavar="K", type=Float(0.0, 1e6),
                    help="LAS starvation avoidance: back to queue 0 after waiting K x run time (0 = off)")
     p.add_argument("--las-tiresias-jump", action="store_true",
-                   help="LAS demotion wake-ups by Tiresias' own formula (job-for-job agreement)")
+                   help="LAS demotion wake-ups by Tiresias' published formula, for job-for-job agreement: "
+                        "run_sim.py's int(math.ceil((limit - executed_time) / num_gpu)) under Python 2.7 "
+                        "(its README's interpreter, no __future__ division), so / is floor division on its "
+                        "integers and the ceil does nothing (e.g. 500 GPU-s, 8 GPUs, 10 s run: 61 s, not 62)")
     p.add_argument("--round", default="360s", metavar="D", type=Duration(10**6, 10**7 * S),
                    help="round length of gavel/ftf and Gavel's time_per_iteration for gavel-* (default 360s)")
     p.add_argument("--restore", default="0s", metavar="D", type=Duration(0, 86_400 * S),

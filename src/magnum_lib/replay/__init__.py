@@ -34,7 +34,8 @@ Agreement with the published simulators (tests/test_replay_peers.py, on their co
 * Tiresias (``run_sim.py --scheme=count``): its event order is ours (ends, then
   arrivals, then one pass; whole seconds). Job for job: ``fifo`` = fifo-strict, ``fjf`` =
   fifo-skip, ``shortest`` = srtf, ``dlas-gpu`` = las (``tiresias_jump=True`` for its
-  demotion wake-up formula), ``sjf`` = ``SJF(by="gpus", preemptive=True)`` (Tiresias'
+  demotion wake-up formula as run under Python 2.7, floor division; CLI
+  ``--las-tiresias-jump``), ``sjf`` = ``SJF(by="gpus", preemptive=True)`` (Tiresias'
   "sjf" is smallest GPU count first, preemptive; it has no SJF by duration, so our
   default sjf is checked against tests/replay_oracle.py only), ``shortest-gpu`` =
   ``SRTF(by="gpu_time", ties="previous")`` (Tiresias keeps equal keys in their previous

@@ -46,7 +46,8 @@ def philly_jobs(vc=None, min_duration_s: float = 0.0, gpu_counts=None, max_gpus=
 
 
 def tiresias_jobs(path=None):
-    """Tiresias' 60-job trace (``60_job.csv``), model names as the group."""
+    """Tiresias' 60-job trace (``60_job.csv``), or a trace file in its format at ``path``;
+    model names as the group, named ``tiresias-<jobs>``."""
     from magnum_lib.workload.jobtraces import load_tiresias_jobs
 
     t = load_tiresias_jobs(path)
@@ -54,7 +55,7 @@ def tiresias_jobs(path=None):
     if not np.array_equal(order, np.arange(len(t))):
         raise ParameterError("path", "Tiresias trace must list jobs in submit order")
     return make_jobs(t.submit_s, t.duration_s, t.num_gpu, group=list(t.model_name),
-                     model=list(t.model_name), name="tiresias-60")
+                     model=list(t.model_name), name=f"tiresias-{len(t)}")
 
 
 def alibaba_pods(cluster=None, path=None, inflate=None, seed: int = 0):

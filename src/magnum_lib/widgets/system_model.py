@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from magnum_lib.checks.system import per_node_lock_knobs
+from magnum_lib.checks.system import consistent_wait_ms, per_node_lock_knobs  # noqa: F401 (re-exported)
 from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.regional import hashing
 from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, make_config, run_config, simulate
@@ -272,31 +272,25 @@ def cost_model_vs_one_size(duration_s: float = 0.3, seed: int = 0, load: float =
 
 def partition_experiment(partition_fraction: float = 0.5, start_s: float = 0.05, partition_s: float = 0.15,
                          duration_s: float = 0.3, seed: int = 0, backend: str | None = None) -> dict:
-    """magnum_v2 with and without a partition that freezes the schedulers' gossip view of
-    ``partition_fraction`` of the nodes from ``start_s`` for ``partition_s``.
+    """magnum_v2 as preset (the planner's hints on) calm, and through two partitions of
+    ``partition_fraction`` of the nodes from ``start_s`` for ``partition_s``: ``"gossip"``
+    cuts gossip only (the schedulers' view of those nodes freezes; leases still reach
+    them), ``"true"`` cuts the lease channel too (``partition_leases``: a lease sent there
+    is lost and retried when it expires, ``lease_timeout_s``).
 
-    Returns both rows plus ``utilization_max``: the largest fraction of any device type
-    held at any sample of the run (training + inference), which stays <= 1 because the
-    node validator refuses every lease its devices cannot take.
+    Returns the rows ``"calm"``, ``"gossip"`` and ``"true"`` plus ``utilization_max``: the
+    largest fraction of any device type held at any sample of either partitioned run
+    (training + inference), <= 1 because a node's validator refuses every lease its
+    devices cannot take.
     """
     kw = dict(cluster="classroom", duration_s=duration_s, seed=seed, backend=backend)
-    calm = simulate("magnum_v2", **kw)
-    cut = simulate("magnum_v2", partition_start_s=start_s, partition_s=partition_s,
-                   partition_fraction=partition_fraction, **kw)
-    series = cut["utilization_series"]
-    umax = max((max(v) for k, v in series.items() if k != "t_s" and v), default=0.0)
-    return {"calm": _row("calm", calm), "partition": _row("partition", cut), "utilization_max": float(umax),
+    cut = dict(partition_start_s=start_s, partition_s=partition_s, partition_fraction=partition_fraction)
+    runs = {"calm": simulate("magnum_v2", **kw), "gossip": simulate("magnum_v2", **cut, **kw),
+            "true": simulate("magnum_v2", partition_leases=True, **cut, **kw)}
+    umax = max((max(v) for name in ("gossip", "true") for k, v in runs[name]["utilization_series"].items()
+                if k != "t_s" and v), default=0.0)
+    return {**{k: _row(k, r) for k, r in runs.items()}, "utilization_max": float(umax),
             "partition_s": partition_s, "partition_fraction": partition_fraction, "duration_s": duration_s}
-
-
-def consistent_wait_ms(partition_s: float, q: float = 0.5) -> float:
-    """Extra wait (ms) at quantile ``q`` of a request that needs the cut-off nodes under a
-    scheduler that waits for a consistent view (CP): arriving uniformly in the partition,
-    it waits until the heal, so its wait is uniform on [0, partition_s] and quantile q is
-    q x partition_s."""
-    if not 0.0 <= q <= 1.0:
-        raise ParameterError("q", f"must be in [0, 1], got {q!r}")
-    return q * partition_s * 1e3
 
 
 # --- consistent hashing vs two choices ---------------------------------------------------
