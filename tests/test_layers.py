@@ -17,11 +17,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "magnum_lib"
 # Lower ranks first. Units of the same rank may not import each other (siblings).
 RANK = {
     "_backend": 0, "_resources": 0, "_typedefs": 0,
-    "__init__": 1,                                # the facade: backend(), __version__
+    "__init__": 1, "_kit": 1,                     # the facade: backend(), __version__; where the notebooks are
     "engine": 2,
     "units": 3,
     "hardware": 4,
-    "cluster": 5, "workload": 5, "claims": 5, "energy": 5, "storage": 5, "tune": 5, "sweep": 5,
+    "cluster": 5, "workload": 5, "claims": 5, "energy": 5, "storage": 5, "tune": 5, "sweep": 5, "workshop": 5,
     # the scheduler's layers and their siblings: the base only
     "planner": 10, "regional": 10, "node": 10, "gossip": 10, "graph": 10, "serving": 10,
     # the two composers
