@@ -15,7 +15,17 @@ import pkgutil
 import sys
 
 from magnum_lib import __version__, _backend, commands
-from magnum_lib.commands._common import EXIT_USAGE, MAX_LINE, PROG, Parser, UsageError, flag_name, one_line
+from magnum_lib.commands._common import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    MAX_LINE,
+    PROG,
+    Interrupted,
+    Parser,
+    UsageError,
+    flag_name,
+    one_line,
+)
 from magnum_lib.engine.errors import ParameterError
 
 
@@ -71,6 +81,10 @@ def main(argv=None) -> int:
             return args.handler(args)
         except ParameterError as exc:
             raise UsageError(f"{PROG} {args.command}: error: {flag_name(exc.name)} {exc.detail}") from None
+        except (Interrupted, KeyboardInterrupt) as exc:  # Ctrl-C: one line, nothing half-printed
+            where = f" {exc}" if isinstance(exc, Interrupted) else ""
+            print(one_line(f"{PROG} {args.command}: interrupted{where}", MAX_LINE), file=sys.stderr)
+            return EXIT_INTERRUPTED
     except UsageError as exc:
         # One line, however long or many-lined the message: the last line of defence.
         print(one_line(exc, MAX_LINE), file=sys.stderr)

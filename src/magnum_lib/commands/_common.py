@@ -30,6 +30,14 @@ class UsageError(Exception):
     """Bad command-line input; the message is the one line to print."""
 
 
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the message says how far it got ("after 3.2 simulated s of 10")."""
+
+
 def one_line(text, limit: int = MAX_LINE) -> str:
     """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters."""
     line = " ".join(str(text).split())
