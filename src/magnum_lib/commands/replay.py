@@ -4,7 +4,18 @@ from __future__ import annotations
 import json
 import math
 
-from magnum_lib.commands._common import SEED, Duration, Float, InputFile, Int, Text, int_value, print_table
+from magnum_lib.commands._common import (
+    SEED,
+    Duration,
+    Float,
+    InputFile,
+    Int,
+    Interrupted,
+    Size,
+    Text,
+    int_value,
+    print_table,
+)
 from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
 
 TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
@@ -66,6 +77,10 @@ def add(subparsers) -> None:
     p.add_argument("--restore", default="0s", metavar="D", type=Duration(0, 86_400 * S),
                    help="checkpoint-restore time per resume")
     p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default 0)")
+    p.add_argument("--max-memory", default="4GiB", metavar="SIZE", type=Size(2**28, 2**50),
+                   help="refuse a replay estimated to need more memory (default 4GiB)")
+    p.add_argument("--max-wall", default="60s", metavar="D", type=Duration(10**9, 30 * 86_400 * S),
+                   help="refuse a replay estimated to take longer (default 60s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
@@ -153,6 +168,7 @@ def build(args):
         jobs = T.alibaba_pods(cluster if nodes is None else None, path)
     elif args.trace == "gavel":
         n = _range("jobs", int_value("jobs", args.jobs), 1, 10_000_000)
+        _check_generation(n, args)
         try:
             rate = float(args.jobs_per_hour)
         except ValueError:
@@ -182,6 +198,29 @@ def build(args):
         m = _range("max_jobs", int_value("max_jobs", args.max_jobs), 1, 100_000_000)
         jobs = jobs.subset(slice(0, m))
     return jobs, cluster
+
+
+def _check_generation(n: int, args) -> None:
+    """Refuse, before generating them, more Gavel-style jobs than --max-wall allows."""
+    from magnum_lib.replay.budget import GENERATE_JOB_S
+    from magnum_lib.units import format_duration, parse_duration
+
+    limit = parse_duration(args.max_wall) / 1e9
+    if n * GENERATE_JOB_S > limit:
+        raise ParameterError("jobs", f"{n:,} jobs take about {format_duration(int(n * GENERATE_JOB_S * 1e9), digits=1)} "
+                                     f"to generate; the limit is {format_duration(int(limit * 1e9), digits=1)}: "
+                                     f"lower --jobs, or raise --max-wall")
+
+
+#: Library names in budget messages -> this command's flags.
+_FLAGS = {"round_s": "--round", "max_wall_s": "--max-wall", "max_memory": "--max-memory", "max_jobs": "--max-jobs",
+          "gpus_per_node": "--gpus-per-node", "nodes": "--nodes"}
+
+
+def _flags_in(text: str) -> str:
+    import re
+
+    return re.sub(r"\b(" + "|".join(_FLAGS) + r")\b", lambda m: _FLAGS[m.group(1)], text)
 
 
 def _builtin(args):
@@ -216,7 +255,7 @@ def _builtin(args):
 
 def _run(args) -> int:
     from magnum_lib.replay import replay
-    from magnum_lib.units import parse_duration
+    from magnum_lib.units import parse_duration, parse_size
 
     seed = _range("seed", int_value("seed", args.seed), 0, 2**63 - 1)
     restore = parse_param("restore", parse_duration, args.restore) / 1e9
@@ -229,7 +268,22 @@ def _run(args) -> int:
         raise
     except (FileNotFoundError, ValueError) as exc:  # a trace that is missing or not what it claims
         raise ParameterError("trace_file" if args.trace_file else "trace", str(exc)) from None
-    result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore)
+    clock = [None]
+    try:
+        result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore,
+                        max_memory=parse_size(args.max_memory), max_wall_s=parse_duration(args.max_wall) / 1e9,
+                        clock=clock)
+    except ParameterError as exc:  # the budget speaks the library's names: say the flags
+        if exc.name in ("policy", "jobs"):
+            raise
+        name = _FLAGS.get(exc.name, "--" + exc.name)[2:]
+        raise ParameterError(name.replace("-", "_"), _flags_in(exc.detail)) from None
+    except KeyboardInterrupt:
+        from magnum_lib.replay.budget import span_s
+
+        total = f"about {span_s(jobs, cluster.total_gpus):.6g}"
+        where = "before the end" if clock[0] is None else f"after {clock[0]:.6g} simulated s"
+        raise Interrupted(f"{where} of {total}") from None
     s = result.summary()
     s["trace"] = jobs.name
     if args.json:
