@@ -96,6 +96,7 @@ def load_policy_file(spec: str):
     if not Path(path).is_file():
         raise ParameterError("policy_file", f"{excerpt(path)} is not a file")
     label = _file_label(path)
+    _import_in_child(path, label)
     try:
         ns = runpy.run_path(path, run_name="__policy_file__")
     except KeyboardInterrupt:
@@ -110,6 +111,32 @@ def load_policy_file(spec: str):
     if name not in ns:
         raise ParameterError("policy_file", f"{label} defines no {name!r}")
     return ns[name]
+
+
+#: Seconds a plug-in file may take to load (its import runs first in a child process).
+LOAD_TIMEOUT_S = 30.0
+
+
+def _import_in_child(path: str, label: str) -> None:
+    """Load the file once in a child interpreter: one that crashes it (a segfault, an abort)
+    or never finishes loading is refused here instead of taking this process down. Errors the
+    file raises are left to the in-process load, which names them."""
+    import signal
+    import subprocess
+    import sys
+
+    code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__policy_file__')"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, path], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LOAD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ParameterError("policy_file", f"{label} took more than {LOAD_TIMEOUT_S:g} s to load") from None
+    if proc.returncode < 0:
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        raise ParameterError("policy_file", f"{label} crashed the Python interpreter while loading ({sig})")
 
 
 def _file_label(path: str) -> str:

@@ -84,10 +84,10 @@ def check_budget(est: ReplayEstimate, max_memory=DEFAULT_MAX_MEMORY, max_wall_s=
         knob = "nodes" if est.gpus * GPU_BYTES > est.jobs * JOB_BYTES else "max_jobs"
         limit, opt = f"the limit is {format_size(max_memory, binary=True, digits=1)}", "max_memory"
     elif max_wall_s is not None and est.wall_s > max_wall_s:
-        knob = "round" if est.rounds > est.events else ("nodes" if est.gpus > 100_000 else "max_jobs")
+        knob = "round_s" if est.rounds > est.events else ("nodes" if est.gpus > 100_000 else "max_jobs")
         limit, opt = f"the limit is {format_duration(int(max_wall_s * 1e9), digits=1)}", "max_wall_s"
     else:
         return
-    what = {"round": "raise round_s", "nodes": "lower nodes or gpus_per_node",
+    what = {"round_s": "raise round_s", "nodes": "lower nodes or gpus_per_node",
             "max_jobs": "keep fewer jobs (max_jobs)"}[knob]
     raise ParameterError(knob, f"makes a replay needing {est.describe()}; {limit}: {what}, or raise {opt}")
