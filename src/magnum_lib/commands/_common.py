@@ -444,6 +444,27 @@ def float_value(name: str, text) -> float:
         raise ParameterError(name, f"must be a number, got {excerpt(text)}") from None
 
 
+def finite_json(obj):
+    """``obj`` with every NaN or infinite float replaced by None (JSON has no NaN: a document
+    holding one is invalid for every strict parser)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if hasattr(obj, "dtype") and hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return finite_json(obj.tolist())
+    return obj
+
+
+def json_text(obj) -> str:
+    """``obj`` as strict JSON: NaN and infinities become null (see :func:`finite_json`)."""
+    import json
+
+    return json.dumps(finite_json(obj), allow_nan=False)
+
+
 def print_table(rows) -> None:
     """Print ``(label, value)`` pairs as an aligned two-column table (the readable output)."""
     rows = list(rows)

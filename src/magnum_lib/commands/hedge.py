@@ -7,9 +7,18 @@ a pool of ``--servers`` FIFO servers where the copies add load
 from __future__ import annotations
 
 import argparse
-import json
 
-from magnum_lib.commands._common import SEED, Duration, FlagType, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import (
+    SEED,
+    Duration,
+    FlagType,
+    Float,
+    Int,
+    float_value,
+    int_value,
+    json_text,
+    print_table,
+)
 from magnum_lib.engine.errors import ParameterError, excerpt
 
 _HOUR_NS = 3600 * 10**9
@@ -108,7 +117,7 @@ def _run_hedge(args) -> int:
         cost = ("extra busy time", f"{result.extra_busy:+.4%} (copies' work {result.copy_busy:.4%})")
         model = f"independent latencies, t_h from {result.quantile_from}"
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json_text(result.to_dict()))
         return 0
     ms = lambda s: f"{s * 1e3:.4g} ms"  # noqa: E731
     rows = [

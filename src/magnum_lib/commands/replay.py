@@ -1,7 +1,6 @@
 """``faux-magnum replay``: replay a real trace under a scheduling policy (job level)."""
 from __future__ import annotations
 
-import json
 import math
 
 from magnum_lib.commands._common import (
@@ -14,6 +13,7 @@ from magnum_lib.commands._common import (
     Size,
     Text,
     int_value,
+    json_text,
     print_table,
 )
 from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
@@ -314,7 +314,7 @@ def _run(args) -> int:
     s = result.summary()
     s["trace"] = jobs.name
     if args.json:
-        print(json.dumps(s))
+        print(json_text(s))
         return 0
     rows = [("trace", f"{jobs.name} ({s['jobs']:,} jobs)"), ("cluster", repr(cluster)),
             ("policy", f"{s['policy']} ({s['placement']} placement, {s['backend']} loop)"),

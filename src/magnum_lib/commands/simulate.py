@@ -7,11 +7,10 @@ value is refused while the flags are parsed (one line on stderr, exit status 2);
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import fields
 
-from magnum_lib.commands._common import Duration, Float, Int, Interrupted, Size, print_table
+from magnum_lib.commands._common import Duration, Float, Int, Interrupted, Size, json_text, print_table
 from magnum_lib.engine.errors import ParameterError
 
 _SKIP = {"classes", "mix"}
@@ -106,7 +105,7 @@ def _simulate(args) -> int:
         raise Interrupted(f"after {clock[0]:.4g} simulated s of {cfg.duration_s:g}") from None
     out["preset"], out["cluster"] = args.preset, args.cluster
     if args.json:
-        print(json.dumps(out))
+        print(json_text(out))
         return 0
     d = out["decision_latency_ms"]
     rows = [("preset", f"{args.preset} on {args.cluster} ({out['nodes']:,} nodes, {out['devices']:,} devices)"),

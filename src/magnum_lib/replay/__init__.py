@@ -157,6 +157,9 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
         interrupted replay reports).
     """
     check_replay_inputs(jobs, cluster)
+    if len(jobs) == 0:  # every figure would be a mean of nothing (NaN)
+        raise ParameterError("jobs", "is empty: nothing to replay (a trace with only its header, or "
+                                     "filters that keep no job?)")
     check_choice("placement", placement, PLACEMENTS)
     seed = check_int("seed", seed, 0, 2**63 - 1)
     if not (isinstance(restore_s, (int, float)) and 0 <= restore_s <= 1e6):
