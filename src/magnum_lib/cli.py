@@ -67,6 +67,23 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run ``faux-magnum`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (``faux-magnum replay | head``): stop quietly, as cat does.
+        # stdout is pointed at devnull so the interpreter's final flush does not fail again.
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # a replaced stdout (tests) has no descriptor
+            pass
+        return 1
+
+
+def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # A command named first needs only its own parser: importing and building all of
     # them costs more than a small run itself (--help and errors still list every one).

@@ -146,6 +146,21 @@ def _file_label(path: str) -> str:
     return repr(path) if len(path) <= 60 else f"'.../{excerpt(Path(path).name)[1:]}"
 
 
+def readable_s(seconds: float) -> str:
+    """Seconds as printed, with hours or days beside them where those read better:
+    ``2.59345e+06 s (30.0 days)``, ``7300 s (2.03 h)``, ``42.5 s``."""
+    text = f"{seconds:.6g} s"
+    if not math.isfinite(seconds):
+        return text
+    if abs(seconds) >= 2 * 86_400:
+        return f"{text} ({seconds / 86_400:.3g} days)"
+    if abs(seconds) >= 2 * 3600:
+        return f"{text} ({seconds / 3600:.3g} h)"
+    if abs(seconds) >= 120:
+        return f"{text} ({seconds / 60:.3g} min)"
+    return text
+
+
 def _int_list(name, text):
     try:
         vals = [int(x) for x in text.split(",") if x.strip()]
@@ -207,12 +222,16 @@ def build(args):
             spec = {}
             for part in args.gpu_types.split(","):
                 t, _, c = part.partition(":")
+                if t.strip() in spec:
+                    raise ParameterError("gpu_types", f"names {excerpt(t.strip())} twice; give each type once")
                 spec[t.strip()] = _range("gpu_types", int_value("gpu_types", c), 1, 1_000_000)
         jobs = T.gavel_jobs(n, rate, int_value("seed", args.seed), tuple(spec), path)
         cluster = ReplayCluster.from_counts(spec, gpn or 4)
     else:
         jobs = T.sample_jobs(path)
-        cluster = ReplayCluster.uniform(nodes or 4, gpn or 8)
+        # default: 4 nodes, or enough to hold the largest job (the sample has a 64-GPU one)
+        fit = -(-int(jobs.num_gpus.max()) // (gpn or 8)) if len(jobs) else 1
+        cluster = ReplayCluster.uniform(nodes or max(4, fit), gpn or 8)
     if args.trace != "philly" and (counts or min_dur):
         keep = jobs.work_ns >= round(min_dur * 1e9)
         if counts:
@@ -225,6 +244,23 @@ def build(args):
         m = _range("max_jobs", int_value("max_jobs", args.max_jobs), 1, 100_000_000)
         jobs = jobs.subset(slice(0, m))
     return jobs, cluster
+
+
+def _no_ignored_flags(args) -> None:
+    """Refuse a flag that the rest of the command line makes meaningless (it would be ignored)."""
+    rounds = args.policy == "ftf" or args.policy.startswith("gavel")
+    given = [(args.policy != "fifo-strict" and args.policy_file, "policy", "and --policy-file: give one of them"),
+             (int(args.jobs) != 200 and args.trace != "gavel", "jobs", "only applies to --trace gavel"),
+             (float(args.jobs_per_hour) != 10 and args.trace != "gavel", "jobs_per_hour", "only applies to --trace gavel"),
+             (args.gpu_types and args.trace != "gavel", "gpu_types", "only applies to --trace gavel"),
+             (args.round != "360s" and (args.policy_file or not rounds), "round",
+              "only applies to the round-based policies (ftf, gavel*)"),
+             ((args.las_thresholds != "3250,7200" or float(args.promote_knob) != 0 or args.las_tiresias_jump)
+              and (args.policy_file or args.policy != "las"), "las_thresholds",
+              "(and --promote-knob, --las-tiresias-jump) only apply to --policy las")]
+    for bad, name, why in given:
+        if bad:
+            raise ParameterError(name, why)
 
 
 def _check_generation(n: int, args) -> None:
@@ -288,13 +324,16 @@ def _run(args) -> int:
     restore = parse_param("restore", parse_duration, args.restore) / 1e9
     if restore < 0:
         raise ParameterError("restore", f"must be >= 0, got {args.restore}")
+    _no_ignored_flags(args)
     policy = load_policy_file(args.policy_file) if args.policy_file else _builtin(args)
     try:
         jobs, cluster = build(args)
     except ParameterError:
         raise
-    except (FileNotFoundError, ValueError) as exc:  # a trace that is missing or not what it claims
-        raise ParameterError("trace_file" if args.trace_file else "trace", str(exc)) from None
+    except (OSError, ValueError) as exc:  # a trace that is missing, unreadable or not what it claims
+        text = str(exc) if not isinstance(exc, OSError) or isinstance(exc, FileNotFoundError) else \
+            f"{args.trace_file or args.trace}: cannot be read ({exc.strerror or type(exc).__name__})"
+        raise ParameterError("trace_file" if args.trace_file else "trace", text) from None
     clock = [None]
     try:
         result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore,
@@ -318,9 +357,9 @@ def _run(args) -> int:
         return 0
     rows = [("trace", f"{jobs.name} ({s['jobs']:,} jobs)"), ("cluster", repr(cluster)),
             ("policy", f"{s['policy']} ({s['placement']} placement, {s['backend']} loop)"),
-            ("avg JCT", f"{s['avg_jct_s']:.6g} s"), ("median JCT", f"{s['median_jct_s']:.6g} s"),
-            ("p99 JCT", f"{s['p99_jct_s']:.6g} s"), ("avg queueing", f"{s['avg_queue_s']:.6g} s"),
-            ("p99 queueing", f"{s['p99_queue_s']:.6g} s"), ("makespan", f"{s['makespan_s']:.6g} s"),
+            ("avg JCT", readable_s(s['avg_jct_s'])), ("median JCT", readable_s(s['median_jct_s'])),
+            ("p99 JCT", readable_s(s['p99_jct_s'])), ("avg queueing", readable_s(s['avg_queue_s'])),
+            ("p99 queueing", readable_s(s['p99_queue_s'])), ("makespan", readable_s(s['makespan_s'])),
             ("utilization", f"{s['utilization']:.4f}"),
             ("FTF rho max / mean", f"{s['ftf_rho_max']:.4g} / {s['ftf_rho_mean']:.4g}"),
             ("preemptions", f"{s['preemptions']:,}"), ("wall time", f"{s['wall_s']:.3f} s")]
