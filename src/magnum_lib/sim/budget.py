@@ -12,6 +12,7 @@ limits with one :class:`ParameterError` naming the knob that drives the cost.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -61,6 +62,7 @@ class RunEstimate:
                 f"{self.nodes:,} nodes per region)")
 
 
+@functools.lru_cache(maxsize=256)  # a proxy layout costs ~30 ms; explorers re-run one config often
 def _rate_per_region(cfg: SimConfig) -> tuple[float, float]:
     """(requests/s per region, the rate at load 1) from a proxy region of at most 512 nodes."""
     from magnum_lib.sim.model import RegionLayout
