@@ -224,3 +224,32 @@ def test_plugin_file_failures_are_one_line_exit_2(tmp_path, name):
     assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stderr)
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert match in proc.stderr
+
+
+# ------------------------------------------------------------------ first contact (issue 20 s3)
+@pytest.mark.skipif(sys.platform == "win32", reason="a closed pipe is POSIX here")
+def test_output_into_a_closed_pipe_ends_quietly():
+    # `faux-magnum ... | head -1`: the reader leaves after one line; no BrokenPipeError traceback.
+    proc = subprocess.Popen([sys.executable, "-m", "magnum_lib", "gossip", "--nodes", "50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc.stdout.close()  # before the child writes: every write hits a closed pipe
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert proc.returncode in (0, 1)
+
+
+def test_replay_prints_hours_and_days_where_they_read_better():
+    from magnum_lib.commands.replay import readable_s
+
+    assert readable_s(42.5) == "42.5 s"
+    assert readable_s(7300) == "7300 s (2.03 h)"
+    assert readable_s(2.59345e6) == "2.59345e+06 s (30 days)"
+    assert readable_s(float("nan")) == "nan s"
+
+
+def test_hedge_explains_a_negative_extra_busy_time():
+    from magnum_lib.commands.hedge import busy_text
+
+    assert "cancelling the primaries" in busy_text(-0.043, 0.05)
+    assert "cancelling" not in busy_text(0.01, 0.03) and "copies' work 3.0000%" in busy_text(0.01, 0.03)
