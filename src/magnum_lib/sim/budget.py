@@ -37,7 +37,10 @@ CHUNK_S, CHUNK_NODE_S = 50e-6, 400e-9  # digest chunks: 1,000 chunks x 5,000 nod
 GOSSIP_S, GOSSIP_NODE_S = 300e-9, 35e-9  # 1 M ticks x 32 nodes took ~1.2 s
 ROUND_S = 800e-9  # an overloaded region's rounds: 5 M rounds of 100 ns took ~4 s
 START_S = 1.0  # imports and the summary
-PYTHON_SLOWDOWN = 60.0  # the pure-Python core, per request-path event
+PYTHON_SLOWDOWN = 60.0  # the pure-Python core, per request-path event (classroom, 2 s: 2.8 s for 9.8 k requests)
+# An overloaded round walks every waiting request; in Python that walk dominates: classroom at
+# load 10 with 10 us rounds for 0.5 s ran past 250 s where 60x the compiled price gives 2.4 s.
+PYTHON_OVERLOAD_ROUND = 100.0
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def estimate(cfg: SimConfig, backend: str | None = None) -> RunEstimate:
         "nodes_per_cell": R * n * NODE_S,
         "digest_interval_s": R * chunks * (CHUNK_S + n * CHUNK_NODE_S),
         "gossip_interval_s": R * ticks * (GOSSIP_S + n * GOSSIP_NODE_S) * slow,
-        "round_s": R * rounds * ROUND_S * slow,
+        "round_s": R * rounds * ROUND_S * slow * (PYTHON_OVERLOAD_ROUND if python and overloaded else 1.0),
     }
     wall = START_S + sum(drivers.values())
     # Regions run one after the other (their requests one region at a time) unless the planner
