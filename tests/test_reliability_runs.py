@@ -31,7 +31,7 @@ def _one_line_exit_2(capsys, argv, flag):
     assert cli.main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"error: {flag} " in err, err
+    assert any(f"error: {f} " in err for f in ((flag,) if isinstance(flag, str) else flag)), err
     assert time.perf_counter() - t0 < 20  # refused from the estimate, not after trying
     return err
 
@@ -43,8 +43,9 @@ SIM_BOMBS = [
     (["--cluster", "fleet", "--duration", "60m", "--load", "10"], "--duration", "--max-memory"),
     (["--regions", "64", "--cells-per-region", "4096", "--nodes-per-cell", "488", "--duration", "1s"],
      "--duration", "--max-memory"),
-    (["--cells-per-region", "2", "--nodes-per-cell", "1000000", "--duration", "10ms"], "--nodes-per-cell",
-     "--max-wall"),
+    # (the pure-Python core's requests cost more than its 2 M nodes: it names --duration)
+    (["--cells-per-region", "2", "--nodes-per-cell", "1000000", "--duration", "10ms"],
+     ("--nodes-per-cell", "--duration"), "--max-wall"),
     (["--digest-interval", "10us", "--duration", "10s"], "--digest-interval", "--max-wall"),
     (["--gossip-interval", "1us", "--duration", "100s"], "--gossip-interval", "--max-wall"),
     (["--round", "100ns", "--duration", "60m"], "--duration", "--max-memory"),
@@ -170,12 +171,13 @@ def _interrupt(argv, after_s):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
 def test_ctrl_c_in_simulate_is_one_line_and_exit_130():
-    rc, out, err = _interrupt(["simulate", "--cluster", "region", "--duration", "20s", "--max-wall", "30m",
-                               "--max-memory", "8GiB", "--json"], 6.0)
-    assert rc == 130 and out == "", (rc, out[:200])
+    # about 12 s on the compiled core (3.4 M requests, 0.9 GB), hours on the pure-Python one
+    rc, out, err = _interrupt(["simulate", "--duration", "600s", "--max-wall", "700h", "--max-memory", "8GiB",
+                               "--json"], 6.0)
+    assert rc == 130 and out == "", (rc, out[:200], err)
     line = err.strip()
     assert "\n" not in line and "Traceback" not in err, err
-    assert "interrupted after " in line and "simulated s of 20" in line
+    assert "interrupted after " in line and "simulated s of 600" in line
 
 
 SLOW_POLICY = '''
