@@ -208,6 +208,7 @@ PLUGIN_FILES = {
     "raises": ("raise RuntimeError('boom')\n", "RuntimeError"),
     "recurses": ("def f():\n    return f()\nf()\n", "recursed too deeply"),
     "segfault": ("import ctypes\nctypes.string_at(0)\n", "crashed the Python interpreter"),
+    "keyboard": ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
     "wrongtype": ("from magnum_lib.replay import Decision\ndef P(view):\n    return Decision(start=5)\n",
                   "'P': Decision.start must be a list"),
     "divides": ("def P(view):\n    return 1 / 0\n", "ZeroDivisionError"),

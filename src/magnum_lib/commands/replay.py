@@ -131,6 +131,8 @@ def _import_in_child(path: str, label: str) -> None:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LOAD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise ParameterError("policy_file", f"{label} took more than {LOAD_TIMEOUT_S:g} s to load") from None
+    if proc.returncode == -getattr(signal, "SIGINT", 2):  # an uncaught KeyboardInterrupt ends Python so
+        raise ParameterError("policy_file", f"{label} failed to load: it raised KeyboardInterrupt")
     if proc.returncode < 0:
         try:
             sig = signal.Signals(-proc.returncode).name
