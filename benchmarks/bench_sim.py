@@ -167,7 +167,7 @@ from magnum_lib.sim import make_config
 from magnum_lib.sim.run import run_config
 cluster, seconds = sys.argv[1], float(sys.argv[2])
 c0, w0 = time.process_time(), time.perf_counter()
-out = run_config(make_config("magnum_v2", cluster, duration_s=seconds, load=0.8, seed=0))
+out = run_config(make_config("magnum_v2", cluster, duration_s=seconds, load=0.8, seed=0), max_memory=None, max_wall_s=None)
 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
 n = out["requests"]["total"]
 print(json.dumps({"cluster": cluster, "simulated_s": seconds, "requests": n, "events": out["events"],

@@ -74,6 +74,7 @@ BASES = {
               (["bench", "regional", "--nodes", "50", "--requests", "5", "--repeats", "1"], "*")],
     "contention": [(["contention", "--nodes", "20", "--concurrent", "2", "--slots", "1", "--policy", "random",
                      "--trials", "10", "--seed", "1"], "*")],
+    "data": [(["data", "list"], "*")],  # (its actions' own flags: tests/test_data_fetch.py)
     "doctor": [(["doctor", "--json"], "*")],
     "dispatch": [(["dispatch", "--servers", "10", "--choices", "2", "--load", "0.5", "--jobs", "500"], "*")],
     "gossip": [(["gossip", "--nodes", "50", "--max-rounds", "50"], "*")],

@@ -232,7 +232,7 @@ def test_missing_with_env_names_env_file_and_source(tmp_path, monkeypatch):
     msg = str(e.value)
     assert "\n" not in msg and "gavel/simulation_throughputs.json" in msg
     assert f"MAGNUM_SHARED_DATA={tmp_path / 'env'}" in msg
-    assert "stanford-futuredata/gavel" in msg and "MANIFEST.tsv" in msg
+    assert "stanford-futuredata/gavel@c4fa40097339" in msg and "faux-magnum data fetch" in msg
 
 
 def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
@@ -245,7 +245,7 @@ def test_missing_everywhere_names_places_and_source(tmp_path, monkeypatch):
         load_gavel_throughputs()
     msg = str(e.value)
     assert "\n" not in msg
-    assert str(work / "shared" / "data") in msg and "every parent folder" in msg
+    assert str(work / "shared" / "data") in msg and "(and its parents')" in msg
     assert str(tmp_path / "x" / "shared" / "data") in msg  # beside the (fake) source checkout
     assert "stanford-futuredata/gavel" in msg and "MAGNUM_SHARED_DATA" in msg
 
@@ -325,7 +325,21 @@ def test_hetero_without_traces_is_one_line_exit_2(tmp_path, monkeypatch, capsys)
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("faux-magnum hetero: error: trace file gavel/simulation_throughputs.json not found")
-    assert "stanford-futuredata/gavel" in err
+    assert "stanford-futuredata/gavel" in err and "faux-magnum data fetch" in err
+
+
+def test_missing_trace_line_fits_the_cli_cap_from_a_deep_folder(tmp_path, monkeypatch, capsys):
+    from magnum_lib.cli import main
+    from magnum_lib.commands._common import MAX_LINE
+
+    monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    deep = tmp_path.joinpath(*["a_rather_long_folder_name"] * 4)
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert main(["hetero", "--trace", "gavel"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err) < MAX_LINE and not err.endswith("...")  # the whole advice, not cut by the cap
+    assert err.endswith("or set MAGNUM_SHARED_DATA to its folder")
 
 
 # -- rows that parse but cannot be physical (issue 10 s3): refused with file, line and column ----------

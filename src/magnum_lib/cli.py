@@ -15,7 +15,17 @@ import pkgutil
 import sys
 
 from magnum_lib import __version__, _backend, commands
-from magnum_lib.commands._common import EXIT_USAGE, MAX_LINE, PROG, Parser, UsageError, flag_name, one_line
+from magnum_lib.commands._common import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    MAX_LINE,
+    PROG,
+    Interrupted,
+    Parser,
+    UsageError,
+    flag_name,
+    one_line,
+)
 from magnum_lib.engine.errors import ParameterError
 
 
@@ -57,6 +67,23 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run ``faux-magnum`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (``faux-magnum replay | head``): stop quietly, as cat does.
+        # stdout is pointed at devnull so the interpreter's final flush does not fail again.
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # a replaced stdout (tests) has no descriptor
+            pass
+        return 1
+
+
+def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # A command named first needs only its own parser: importing and building all of
     # them costs more than a small run itself (--help and errors still list every one).
@@ -71,6 +98,10 @@ def main(argv=None) -> int:
             return args.handler(args)
         except ParameterError as exc:
             raise UsageError(f"{PROG} {args.command}: error: {flag_name(exc.name)} {exc.detail}") from None
+        except (Interrupted, KeyboardInterrupt) as exc:  # Ctrl-C: one line, nothing half-printed
+            where = f" {exc}" if isinstance(exc, Interrupted) else ""
+            print(one_line(f"{PROG} {args.command}: interrupted{where}", MAX_LINE), file=sys.stderr)
+            return EXIT_INTERRUPTED
     except UsageError as exc:
         # One line, however long or many-lined the message: the last line of defence.
         print(one_line(exc, MAX_LINE), file=sys.stderr)

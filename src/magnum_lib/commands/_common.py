@@ -30,6 +30,14 @@ class UsageError(Exception):
     """Bad command-line input; the message is the one line to print."""
 
 
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the message says how far it got ("after 3.2 simulated s of 10")."""
+
+
 def one_line(text, limit: int = MAX_LINE) -> str:
     """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters."""
     line = " ".join(str(text).split())
@@ -475,6 +483,27 @@ def float_value(name: str, text) -> float:
         return Float(-math.inf, math.inf).parse(str(text))
     except argparse.ArgumentTypeError:
         raise ParameterError(name, f"must be a number, got {excerpt(text)}") from None
+
+
+def finite_json(obj):
+    """``obj`` with every NaN or infinite float replaced by None (JSON has no NaN: a document
+    holding one is invalid for every strict parser)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if hasattr(obj, "dtype") and hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return finite_json(obj.tolist())
+    return obj
+
+
+def json_text(obj) -> str:
+    """``obj`` as strict JSON: NaN and infinities become null (see :func:`finite_json`)."""
+    import json
+
+    return json.dumps(finite_json(obj), allow_nan=False)
 
 
 def print_table(rows) -> None:

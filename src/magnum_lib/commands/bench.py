@@ -11,9 +11,7 @@ Targets (one function each in ``_TARGETS``; a new target is a new entry plus its
 """
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import Int, int_value, print_table
+from magnum_lib.commands._common import Int, int_value, json_text, print_table
 from magnum_lib.node.ring import DEFAULT_BATCH, DEFAULT_CAPACITY, MAX_CAPACITY
 
 
@@ -77,7 +75,7 @@ _LABELS = {"items_per_s": ("items/s", "{:,.0f}"), "wall_s": ("wall time", "{:.4f
 def _run_bench(args) -> int:
     out, ok = _TARGETS[args.target](args)
     if args.json:
-        print(json.dumps(out))
+        print(json_text(out))
     else:
         print_table((_LABELS[key][0], _LABELS[key][1].format(value)) if key in _LABELS
                     else (key.replace("_", " "), value) for key, value in out.items())

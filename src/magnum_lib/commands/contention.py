@@ -1,9 +1,7 @@
 """``faux-magnum contention``: how often do concurrent speculative leases collide?"""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, json_text, print_table
 from magnum_lib.engine.errors import ParameterError
 
 #: trials x concurrent: the leases one run places (about 10^7 per second compiled).
@@ -52,7 +50,7 @@ def _run_contention(args) -> int:
         load=float_value("load", args.load), churn=float_value("churn", args.churn),
         priorities=int_value("priorities", args.priorities))
     if args.json:
-        print(json.dumps(r.to_dict()))
+        print(json_text(r.to_dict()))
         return 0
     rows = [("nodes x slots", f"{r.nodes:,} x {r.slots}"), ("concurrent schedulers", r.concurrent),
             ("policy", r.policy), ("staleness", f"{r.staleness_s * 1e3:g} ms"),

@@ -1,9 +1,7 @@
 """``faux-magnum dispatch``: the supermarket model, each job joins the shortest of D sampled queues."""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, json_text, print_table
 
 
 def add(subparsers) -> None:
@@ -50,7 +48,7 @@ def _run_dispatch(args) -> int:
         tasks=int_value("tasks", args.tasks),
     )
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json_text(result.to_dict()))
         return 0
     policy = result.policy
     if policy == "power_of_d":

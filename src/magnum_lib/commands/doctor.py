@@ -11,12 +11,13 @@ something required is missing or wrong.
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import pkgutil
 import shutil
 import sys
 from dataclasses import asdict, dataclass
+
+from magnum_lib.commands._common import json_text
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -134,16 +135,21 @@ def _check_data() -> list[Check]:
 
 
 def _check_traces() -> list[Check]:
+    """Every trace file a notebook or command reads (the shipped manifest), by size and SHA-256."""
     from magnum_lib.workload import traces
+    from magnum_lib.workload.fetch import verify
 
-    try:
-        root = traces.shared_data_dir()
-    except Exception as exc:
-        return [Check("public traces", WARN, f"not found ({exc}); only `hetero --trace` "
-                                             "and the trace notebooks' full-size runs need them")]
-    present = [rel for rel in traces.SOURCES if (root / rel).is_file()]
-    status = OK if len(present) == len(traces.SOURCES) else WARN
-    return [Check("public traces", status, f"{len(present)}/{len(traces.SOURCES)} files in {root}")]
+    root = traces.shared_data_dir()
+    results = verify(root)
+    bad = [(r, p) for r, p in results if p]
+    if len(bad) == len(results):
+        return [Check("public traces", WARN, f"none of the {len(results)} files in {root}; fetch them with "
+                                             f"`faux-magnum data fetch` (only the trace notebooks and "
+                                             f"`replay`/`hetero` need them)")]
+    checks = [Check("public traces", OK if not bad else WARN,
+                    f"{len(results) - len(bad)}/{len(results)} files intact (size and SHA-256) in {root}")]
+    checks += [Check(f"  {r.file}", WARN, f"{p}; `faux-magnum data fetch` restores it") for r, p in bad]
+    return checks
 
 
 def _check_browser() -> list[Check]:
@@ -185,7 +191,7 @@ def _run_doctor(args) -> int:
     checks = diagnose()
     failed = [c for c in checks if c.status == FAIL]
     if args.json:
-        print(json.dumps({"ok": not failed, "checks": [asdict(c) for c in checks]}))
+        print(json_text({"ok": not failed, "checks": [asdict(c) for c in checks]}))
     else:
         width = max(len(c.name) for c in checks)
         for c in checks:

@@ -1,9 +1,7 @@
 """``faux-magnum gossip``: simulate one rumor spreading by gossip (push, pull or push-pull)."""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, json_text, print_table
 from magnum_lib.engine.errors import ParameterError
 
 JSON_KEYS = ("rounds_to_all", "rounds_to_quorum", "quorum", "coverage", "bytes_per_node_per_s", "wall_s",
@@ -78,7 +76,7 @@ def _run_gossip(args) -> int:
         out = {key: value for key, value in result.to_dict().items() if key in JSON_KEYS}
         if note:
             out["note"] = note
-        print(json.dumps(out))
+        print(json_text(out))
         return 0
     ms = result.interval_s * 1e3
 

@@ -1,9 +1,7 @@
 """``faux-magnum gossip-live``: real UDP gossip endpoints on 127.0.0.1 for a bounded time."""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, json_text, print_table
 
 JSON_KEYS = ("endpoints", "converged", "convergence_time_s", "datagrams_sent", "datagrams_received",
              "dropped_loss", "dropped_malformed", "bytes_sent", "wall_s")
@@ -49,7 +47,7 @@ def _run_gossip_live(args) -> int:
                    seed=d["seed"], malformed_by_reason=d["malformed_by_reason"],
                    dropped_refused=d["dropped_refused"], refused_by_reason=d["refused_by_reason"],
                    max_view_entries=d["max_view_entries"])
-        print(json.dumps(out))
+        print(json_text(out))
         return 0
     conv = (f"{result.convergence_time_s * 1e3:.2f} ms" if result.converged
             else f"not converged within {result.duration_s - result.update_at_s:g} s")

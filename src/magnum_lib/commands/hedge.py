@@ -7,9 +7,18 @@ a pool of ``--servers`` FIFO servers where the copies add load
 from __future__ import annotations
 
 import argparse
-import json
 
-from magnum_lib.commands._common import SEED, Duration, FlagType, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import (
+    SEED,
+    Duration,
+    FlagType,
+    Float,
+    Int,
+    float_value,
+    int_value,
+    json_text,
+    print_table,
+)
 from magnum_lib.engine.errors import ParameterError, excerpt
 
 _HOUR_NS = 3600 * 10**9
@@ -105,10 +114,10 @@ def _run_hedge(args) -> int:
             args.dist, quantile_from=args.quantile_from or "true",
             warmup=1000 if args.warmup is None else args.warmup,
             cancel_delay=0.0 if args.cancel_delay is None else _duration_arg(args.cancel_delay), **common)
-        cost = ("extra busy time", f"{result.extra_busy:+.4%} (copies' work {result.copy_busy:.4%})")
+        cost = ("extra busy time", busy_text(result.extra_busy, result.copy_busy))
         model = f"independent latencies, t_h from {result.quantile_from}"
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json_text(result.to_dict()))
         return 0
     ms = lambda s: f"{s * 1e3:.4g} ms"  # noqa: E731
     rows = [
@@ -134,3 +143,12 @@ def _duration_arg(text):
         return float(text)
     except ValueError:
         return text
+
+
+def busy_text(extra: float, copies: float) -> str:
+    """The extra busy time, explained: the copies' work less the primaries' work cut short
+    when a copy finished first (so it can be negative: hedging saved more than it cost)."""
+    why = (" (< 0: cancelling the primaries whose copy won saved more than the copies cost)"
+           if extra < 0 else "")
+    return (f"{extra:+.4%} of the unhedged work = copies' work {copies:.4%} - primaries' work cut "
+            f"short{why}")

@@ -1,10 +1,9 @@
 """``faux-magnum hetero``: heterogeneity-aware (LP) against blind allocation across device types."""
 from __future__ import annotations
 
-import json
 import sys
 
-from magnum_lib.commands._common import EXIT_USAGE, PROG, SEED, InputFile, Int, Text, int_value, one_line
+from magnum_lib.commands._common import EXIT_USAGE, PROG, SEED, InputFile, Int, Text, int_value, json_text, one_line
 from magnum_lib.engine.errors import ParameterError
 
 _DEFAULT_CLUSTER = {"gavel": "v100:16,p100:16,k80:16", "roofline": "h100:8,mi300x:8,mtia_v2:32"}
@@ -52,17 +51,17 @@ def _run_hetero(args) -> int:
                                             f"{', '.join(unmeasured)} (use --trace roofline for those)")
         try:
             gavel = load_gavel_throughputs(args.trace_file)
+            tm = gavel_matrix(jobs, seed, types=tuple(counts), gavel=gavel)
         except (FileNotFoundError, ValueError) as exc:
             if args.trace_file is not None:  # the file the user named is bad input
                 raise ParameterError("trace_file", str(exc)) from None
             print(one_line(f"{PROG} hetero: error: {exc}"), file=sys.stderr)
             return EXIT_USAGE  # one line naming the missing trace and where to get it
-        tm = gavel_matrix(jobs, seed, types=tuple(counts), gavel=gavel)
     else:
         tm = roofline_matrix(jobs, seed, types=tuple(counts))
     result = compare(tm, counts, args.objective)
     if args.json:
-        print(json.dumps(result))
+        print(json_text(result))
         return 0
     cluster = ", ".join(f"{n} x {t}" for t, n in result["cluster"].items())
     what = "total normalised throughput" if args.objective == "throughput" else "least speed-up over blind"

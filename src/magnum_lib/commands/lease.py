@@ -11,12 +11,22 @@ the lock file.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
-from magnum_lib.commands._common import NAME, PROG, Duration, Int, Size, StateFile, Text, UsageError, flag_name
+from magnum_lib.commands._common import (
+    NAME,
+    PROG,
+    Duration,
+    Int,
+    Size,
+    StateFile,
+    Text,
+    UsageError,
+    flag_name,
+    json_text,
+)
 from magnum_lib.engine.errors import ParameterError
 from magnum_lib.regional.statefile import (
     LOCK_WAIT_S,
@@ -160,7 +170,7 @@ def _run_lease(args) -> int:
         return EXIT_BUSY
     # Printed after the commit: a lease shown to the caller must exist in the file.
     try:
-        print(json.dumps(out) if args.json else "\n".join(text), flush=True)
+        print(json_text(out) if args.json else "\n".join(text), flush=True)
     except BrokenPipeError:  # e.g. `| head -1`; the state is saved, the reader left early
         sys.stdout = open(os.devnull, "w", encoding="utf-8")
     return 0

@@ -1,9 +1,7 @@
 """``faux-magnum pack``: time-division packing of generated inference graphs on one device."""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import NAME, SEED, Float, Int, Text, float_value, int_value
+from magnum_lib.commands._common import NAME, SEED, Float, Int, Text, float_value, int_value, json_text
 from magnum_lib.engine.errors import ParameterError
 
 # Python parameter -> flag, where they differ.
@@ -52,7 +50,7 @@ def _run_pack(args) -> int:
     out = {**packed, **{f"{k}_{p}": results[p].to_dict()[k] for p in ("exclusive", "dynamic")
                         for k in ("utilization", "makespan_s", "p50_latency_s", "p99_latency_s")}}
     if args.json:
-        print(json.dumps(out))
+        print(json_text(out))
         return 0
     print(f"{out['jobs']} graphs ({out['layers']} layers) on {out['device']}, seed {args.seed}")
     print(f"{'policy':<10} {'utilization':>11} {'makespan':>12} {'p50 latency':>12} {'p99 latency':>12}")

@@ -1,9 +1,7 @@
 """``faux-magnum plan``: one planning round of the global Oracle on a generated snapshot."""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, json_text, print_table
 
 _ALGOS = ["greedy", "article", "assignment", "flow", "lp"]
 
@@ -39,7 +37,7 @@ def _run_plan(args) -> int:
                          seed=int_value("seed", args.seed), group_size=int_value("group_size", args.group_size))
     result = plan(snap, args.algo, weight=weight).to_dict()
     if args.json:
-        print(json.dumps(result))
+        print(json_text(result))
         return 0
     gap = "undefined (bound 0)" if result["gap"] is None else f"{result['gap']:.4%}"
     rows = [("planner", args.algo), ("snapshot", f"{snap.n_nodes:,} nodes in {snap.n_groups:,} groups, "

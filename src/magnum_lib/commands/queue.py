@@ -1,9 +1,7 @@
 """``faux-magnum queue``: simulate a FIFO multi-server queue (M/M/c, M/D/c, M/G/c)."""
 from __future__ import annotations
 
-import json
-
-from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, print_table
+from magnum_lib.commands._common import SEED, Float, Int, float_value, int_value, json_text, print_table
 
 _KENDALL = {"exp": "M", "det": "D", "lognormal": "G"}
 
@@ -42,7 +40,7 @@ def _run_queue(args) -> int:
         seed=int_value("seed", args.seed),
     )
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json_text(result.to_dict()))
         return 0
     model = f"M/{_KENDALL[result.service]}/{result.servers}"
     if result.service == "lognormal":

@@ -9,10 +9,21 @@ demotes exactly at the threshold.
 """
 from __future__ import annotations
 
-import json
 import math
 
-from magnum_lib.commands._common import SEED, Duration, Float, InputFile, Int, Text, int_value, print_table
+from magnum_lib.commands._common import (
+    SEED,
+    Duration,
+    Float,
+    InputFile,
+    Int,
+    Interrupted,
+    Size,
+    Text,
+    int_value,
+    json_text,
+    print_table,
+)
 from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
 
 TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
@@ -77,6 +88,10 @@ def add(subparsers) -> None:
     p.add_argument("--restore", default="0s", metavar="D", type=Duration(0, 86_400 * S),
                    help="checkpoint-restore time per resume")
     p.add_argument("--seed", default="0", metavar="S", type=SEED, help="random seed (default 0)")
+    p.add_argument("--max-memory", default="4GiB", metavar="SIZE", type=Size(2**28, 2**50),
+                   help="refuse a replay estimated to need more memory (default 4GiB)")
+    p.add_argument("--max-wall", default="60s", metavar="D", type=Duration(10**9, 30 * 86_400 * S),
+                   help="refuse a replay estimated to take longer (default 60s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
@@ -92,6 +107,7 @@ def load_policy_file(spec: str):
     if not Path(path).is_file():
         raise ParameterError("policy_file", f"{excerpt(path)} is not a file")
     label = _file_label(path)
+    _import_in_child(path, label)
     try:
         ns = runpy.run_path(path, run_name="__policy_file__")
     except KeyboardInterrupt:
@@ -108,11 +124,54 @@ def load_policy_file(spec: str):
     return ns[name]
 
 
+#: Seconds a plug-in file may take to load (its import runs first in a child process).
+LOAD_TIMEOUT_S = 30.0
+
+
+def _import_in_child(path: str, label: str) -> None:
+    """Load the file once in a child interpreter: one that crashes it (a segfault, an abort)
+    or never finishes loading is refused here instead of taking this process down. Errors the
+    file raises are left to the in-process load, which names them."""
+    import signal
+    import subprocess
+    import sys
+
+    code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__policy_file__')"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, path], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LOAD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ParameterError("policy_file", f"{label} took more than {LOAD_TIMEOUT_S:g} s to load") from None
+    if proc.returncode == -getattr(signal, "SIGINT", 2):  # an uncaught KeyboardInterrupt ends Python so
+        raise ParameterError("policy_file", f"{label} failed to load: it raised KeyboardInterrupt")
+    if proc.returncode < 0:
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        raise ParameterError("policy_file", f"{label} crashed the Python interpreter while loading ({sig})")
+
+
 def _file_label(path: str) -> str:
     """``path`` for a one-line message: whole when short, else ``.../name.py`` (the file stays named)."""
     from pathlib import Path
 
     return repr(path) if len(path) <= 60 else f"'.../{excerpt(Path(path).name)[1:]}"
+
+
+def readable_s(seconds: float) -> str:
+    """Seconds as printed, with hours or days beside them where those read better:
+    ``2.59345e+06 s (30.0 days)``, ``7300 s (2.03 h)``, ``42.5 s``."""
+    text = f"{seconds:.6g} s"
+    if not math.isfinite(seconds):
+        return text
+    if abs(seconds) >= 2 * 86_400:
+        return f"{text} ({seconds / 86_400:.3g} days)"
+    if abs(seconds) >= 2 * 3600:
+        return f"{text} ({seconds / 3600:.3g} h)"
+    if abs(seconds) >= 120:
+        return f"{text} ({seconds / 60:.3g} min)"
+    return text
 
 
 def _int_list(name, text):
@@ -164,6 +223,7 @@ def build(args):
         jobs = T.alibaba_pods(cluster if nodes is None else None, path)
     elif args.trace == "gavel":
         n = _range("jobs", int_value("jobs", args.jobs), 1, 10_000_000)
+        _check_generation(n, args)
         try:
             rate = float(args.jobs_per_hour)
         except ValueError:
@@ -175,12 +235,16 @@ def build(args):
             spec = {}
             for part in args.gpu_types.split(","):
                 t, _, c = part.partition(":")
+                if t.strip() in spec:
+                    raise ParameterError("gpu_types", f"names {excerpt(t.strip())} twice; give each type once")
                 spec[t.strip()] = _range("gpu_types", int_value("gpu_types", c), 1, 1_000_000)
         jobs = T.gavel_jobs(n, rate, int_value("seed", args.seed), tuple(spec), path)
         cluster = ReplayCluster.from_counts(spec, gpn or 4)
     else:
         jobs = T.sample_jobs(path)
-        cluster = ReplayCluster.uniform(nodes or 4, gpn or 8)
+        # default: 4 nodes, or enough to hold the largest job (the sample has a 64-GPU one)
+        fit = -(-int(jobs.num_gpus.max()) // (gpn or 8)) if len(jobs) else 1
+        cluster = ReplayCluster.uniform(nodes or max(4, fit), gpn or 8)
     if args.trace != "philly" and (counts or min_dur):
         keep = jobs.work_ns >= round(min_dur * 1e9)
         if counts:
@@ -193,6 +257,46 @@ def build(args):
         m = _range("max_jobs", int_value("max_jobs", args.max_jobs), 1, 100_000_000)
         jobs = jobs.subset(slice(0, m))
     return jobs, cluster
+
+
+def _no_ignored_flags(args) -> None:
+    """Refuse a flag that the rest of the command line makes meaningless (it would be ignored)."""
+    rounds = args.policy == "ftf" or args.policy.startswith("gavel")
+    given = [(args.policy != "fifo-strict" and args.policy_file, "policy", "and --policy-file: give one of them"),
+             (int(args.jobs) != 200 and args.trace != "gavel", "jobs", "only applies to --trace gavel"),
+             (float(args.jobs_per_hour) != 10 and args.trace != "gavel", "jobs_per_hour", "only applies to --trace gavel"),
+             (args.gpu_types and args.trace != "gavel", "gpu_types", "only applies to --trace gavel"),
+             (args.round != "360s" and (args.policy_file or not rounds), "round",
+              "only applies to the round-based policies (ftf, gavel*)"),
+             ((args.las_thresholds != "3250,7200" or float(args.promote_knob) != 0 or args.las_tiresias_jump)
+              and (args.policy_file or args.policy != "las"), "las_thresholds",
+              "(and --promote-knob, --las-tiresias-jump) only apply to --policy las")]
+    for bad, name, why in given:
+        if bad:
+            raise ParameterError(name, why)
+
+
+def _check_generation(n: int, args) -> None:
+    """Refuse, before generating them, more Gavel-style jobs than --max-wall allows."""
+    from magnum_lib.replay.budget import GENERATE_JOB_S
+    from magnum_lib.units import format_duration, parse_duration
+
+    limit = parse_duration(args.max_wall) / 1e9
+    if n * GENERATE_JOB_S > limit:
+        raise ParameterError("jobs", f"{n:,} jobs take about {format_duration(int(n * GENERATE_JOB_S * 1e9), digits=1)} "
+                                     f"to generate; the limit is {format_duration(int(limit * 1e9), digits=1)}: "
+                                     f"lower --jobs, or raise --max-wall")
+
+
+#: Library names in budget messages -> this command's flags.
+_FLAGS = {"round_s": "--round", "max_wall_s": "--max-wall", "max_memory": "--max-memory", "max_jobs": "--max-jobs",
+          "gpus_per_node": "--gpus-per-node", "nodes": "--nodes"}
+
+
+def _flags_in(text: str) -> str:
+    import re
+
+    return re.sub(r"\b(" + "|".join(_FLAGS) + r")\b", lambda m: _FLAGS[m.group(1)], text)
 
 
 def _builtin(args):
@@ -227,30 +331,48 @@ def _builtin(args):
 
 def _run(args) -> int:
     from magnum_lib.replay import replay
-    from magnum_lib.units import parse_duration
+    from magnum_lib.units import parse_duration, parse_size
 
     seed = _range("seed", int_value("seed", args.seed), 0, 2**63 - 1)
     restore = parse_param("restore", parse_duration, args.restore) / 1e9
     if restore < 0:
         raise ParameterError("restore", f"must be >= 0, got {args.restore}")
+    _no_ignored_flags(args)
     policy = load_policy_file(args.policy_file) if args.policy_file else _builtin(args)
     try:
         jobs, cluster = build(args)
     except ParameterError:
         raise
-    except (FileNotFoundError, ValueError) as exc:  # a trace that is missing or not what it claims
-        raise ParameterError("trace_file" if args.trace_file else "trace", str(exc)) from None
-    result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore)
+    except (OSError, ValueError) as exc:  # a trace that is missing, unreadable or not what it claims
+        text = str(exc) if not isinstance(exc, OSError) or isinstance(exc, FileNotFoundError) else \
+            f"{args.trace_file or args.trace}: cannot be read ({exc.strerror or type(exc).__name__})"
+        raise ParameterError("trace_file" if args.trace_file else "trace", text) from None
+    clock = [None]
+    try:
+        result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore,
+                        max_memory=parse_size(args.max_memory), max_wall_s=parse_duration(args.max_wall) / 1e9,
+                        clock=clock)
+    except ParameterError as exc:  # the budget speaks the library's names: say the flags
+        if exc.name in ("policy", "jobs"):
+            raise
+        name = _FLAGS.get(exc.name, "--" + exc.name)[2:]
+        raise ParameterError(name.replace("-", "_"), _flags_in(exc.detail)) from None
+    except KeyboardInterrupt:
+        from magnum_lib.replay.budget import span_s
+
+        total = f"about {span_s(jobs, cluster.total_gpus):.6g}"
+        where = "before the end" if clock[0] is None else f"after {clock[0]:.6g} simulated s"
+        raise Interrupted(f"{where} of {total}") from None
     s = result.summary()
     s["trace"] = jobs.name
     if args.json:
-        print(json.dumps(s))
+        print(json_text(s))
         return 0
     rows = [("trace", f"{jobs.name} ({s['jobs']:,} jobs)"), ("cluster", repr(cluster)),
             ("policy", f"{s['policy']} ({s['placement']} placement, {s['backend']} loop)"),
-            ("avg JCT", f"{s['avg_jct_s']:.6g} s"), ("median JCT", f"{s['median_jct_s']:.6g} s"),
-            ("p99 JCT", f"{s['p99_jct_s']:.6g} s"), ("avg queueing", f"{s['avg_queue_s']:.6g} s"),
-            ("p99 queueing", f"{s['p99_queue_s']:.6g} s"), ("makespan", f"{s['makespan_s']:.6g} s"),
+            ("avg JCT", readable_s(s['avg_jct_s'])), ("median JCT", readable_s(s['median_jct_s'])),
+            ("p99 JCT", readable_s(s['p99_jct_s'])), ("avg queueing", readable_s(s['avg_queue_s'])),
+            ("p99 queueing", readable_s(s['p99_queue_s'])), ("makespan", readable_s(s['makespan_s'])),
             ("utilization", f"{s['utilization']:.4f}"),
             ("FTF rho max / mean", f"{s['ftf_rho_max']:.4g} / {s['ftf_rho_mean']:.4g}"),
             ("preemptions", f"{s['preemptions']:,}"), ("wall time", f"{s['wall_s']:.3f} s")]

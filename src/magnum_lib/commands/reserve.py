@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from magnum_lib.commands._common import EXIT_USAGE, NAME, PROG, InputFile, Text, one_line
+from magnum_lib.commands._common import EXIT_USAGE, NAME, PROG, InputFile, Text, json_text, one_line
 
 
 def add(subparsers) -> None:
@@ -38,7 +37,7 @@ def _list(args) -> int:
 
     shipped = {name: str(path) for name, path in shipped_manifests().items()}
     if args.json:
-        print(json.dumps(shipped))
+        print(json_text(shipped))
     else:
         width = max(map(len, shipped))
         for name, path in shipped.items():
@@ -74,7 +73,7 @@ def _run_reserve(args) -> int:
         print(str(exc).replace("device: ", "--device: " if args.device else "job.gpu_type: ", 1), file=sys.stderr)
         return EXIT_USAGE
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json_text(result.to_dict()))
         return 0
     print(f"{PROG} reserve: job {result.job_id} on {result.device}: peak memory "
           f"{format_size(result.peak_memory_bytes)} of {format_size(result.device_memory_bytes)}"

@@ -7,10 +7,10 @@ value is refused while the flags are parsed (one line on stderr, exit status 2);
 """
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import fields
 
-from magnum_lib.commands._common import Duration, Float, Int, print_table
+from magnum_lib.commands._common import Duration, Float, Int, Interrupted, Size, json_text, print_table
 from magnum_lib.engine.errors import ParameterError
 
 _SKIP = {"classes", "mix"}
@@ -58,6 +58,12 @@ def add(subparsers) -> None:
         unit = " (a duration such as 10s, 1ms)" if f.name.endswith("_s") else ""
         p.add_argument(flag, dest=f.name, default=None, metavar="X", **_flag_type(f),
                        help=f"{f.name}{unit}; default from the presets ({f.default!r} if unset)")
+    p.add_argument("--max-memory", default="4GiB", metavar="SIZE", type=Size(2**28, 2**50),
+                   help="refuse a run estimated to need more memory (default 4GiB)")
+    # A command answers within a minute unless asked (the library's default is 10 minutes).
+    p.add_argument("--max-wall", default="60s", metavar="D", type=Duration(10**9, 30 * 86_400 * 10**9),
+                   help="refuse a run estimated to take longer (default 60s; the estimate is printed "
+                        "with the progress bar)")
     p.add_argument("--json", action="store_true", help="print one JSON object (no progress bar)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_run)
@@ -77,20 +83,29 @@ def _run(args) -> int:
     try:
         return _simulate(args)
     except ParameterError as exc:  # name the flag as typed: duration_s -> --duration
-        raise ParameterError(_flag(exc.name)[2:].replace("-", "_"), exc.detail) from None
+        detail = exc.detail
+        for name in sorted([f.name for f in _knobs()] + ["max_memory", "max_wall_s"], key=len, reverse=True):
+            detail = re.sub(rf"\b{name}\b", _flag(name), detail)
+        raise ParameterError(_flag(exc.name)[2:].replace("-", "_"), detail) from None
 
 
 def _simulate(args) -> int:
     from magnum_lib.sim import make_config
     from magnum_lib.sim.run import run_config
+    from magnum_lib.units import parse_duration, parse_size
 
     knobs = {f.name: _value(f, getattr(args, f.name)) for f in _knobs() if getattr(args, f.name) is not None}
     cfg = make_config(args.preset, args.cluster, **knobs)
     long_run = cfg.regions * cfg.cells_per_region * cfg.nodes_per_cell * cfg.duration_s > 2000
-    out = run_config(cfg, progress=long_run and not args.json and not args.no_progress)
+    clock = [0.0]
+    try:
+        out = run_config(cfg, progress=long_run and not args.json and not args.no_progress, clock=clock,
+                         max_memory=parse_size(args.max_memory), max_wall_s=parse_duration(args.max_wall) / 1e9)
+    except KeyboardInterrupt:
+        raise Interrupted(f"after {clock[0]:.4g} simulated s of {cfg.duration_s:g}") from None
     out["preset"], out["cluster"] = args.preset, args.cluster
     if args.json:
-        print(json.dumps(out))
+        print(json_text(out))
         return 0
     d = out["decision_latency_ms"]
     rows = [("preset", f"{args.preset} on {args.cluster} ({out['nodes']:,} nodes, {out['devices']:,} devices)"),

@@ -116,10 +116,17 @@ def gavel_matrix(jobs: int | None = None, seed: int = 0, types=GAVEL_TYPES, gave
         from magnum_lib.workload.traces import load_gavel_throughputs
         gavel = load_gavel_throughputs()
     models, types, table = gavel.matrix(1, tuple(types))
+    where = f"{gavel.path}: " if getattr(gavel, "path", None) else ""
+    if len(models) == 0:
+        raise ValueError(f"{where}the Gavel table has no single-GPU model measured on all of {', '.join(types)}")
     pick = _draw(models, jobs, seed)
     rows = table[pick]
-    if np.isnan(rows).any() or (rows <= 0).any():
-        raise ValueError(f"the Gavel table lacks a positive throughput for some model on {', '.join(types)}")
+    bad = np.flatnonzero(np.isnan(rows).any(axis=1) | (rows <= 0).any(axis=1))
+    if bad.size:
+        i = int(pick[bad[0]])
+        t = int(np.flatnonzero(~(table[i] > 0))[0])
+        raise ValueError(f"{where}the Gavel table lacks a positive throughput: model {models[i]!r} on "
+                         f"{types[t]} is {table[i, t]!r} (first of {bad.size} drawn jobs)")
     return ThroughputMatrix(tuple(models[i] for i in pick), tuple(types), rows, "gavel")
 
 

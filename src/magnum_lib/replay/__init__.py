@@ -69,6 +69,7 @@ import numpy as np
 
 from magnum_lib.engine.errors import ParameterError, check_choice, check_int
 from magnum_lib.replay.api import Decision, JobView, OracleError, Plan, Policy, PolicyError, View, as_policy
+from magnum_lib.replay.budget import DEFAULT_MAX_MEMORY, DEFAULT_MAX_WALL_S, check_budget, estimate
 from magnum_lib.replay.cluster import ReplayCluster, check_replay_inputs
 from magnum_lib.replay.jobs import ReplayJobs, make_jobs
 from magnum_lib.replay.metrics import ReplayResult
@@ -130,7 +131,9 @@ def _gavel_kernel(pol, jobs, placement, backend):
 
 def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
            placement: str = "pooled", seed: int = 0, restore_s: float = 0.0,
-           backend: str | None = None, progress: bool | None = None) -> ReplayResult:
+           backend: str | None = None, progress: bool | None = None,
+           max_memory: float | None = DEFAULT_MAX_MEMORY, max_wall_s: float | None = DEFAULT_MAX_WALL_S,
+           clock: list | None = None) -> ReplayResult:
     """Replay ``jobs`` on ``cluster`` under ``policy``.
 
     Parameters
@@ -147,8 +150,17 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
         None: compiled when available and the policy has a fast path.
     progress : bool or None
         A tqdm bar over finished jobs; None = only for more than 20,000 jobs.
+    max_memory, max_wall_s : float or None
+        Refuse (ParameterError) a replay estimated (:mod:`.budget`) to need more bytes or
+        seconds, before anything is allocated; None: no limit.
+    clock : list or None
+        A one-item list kept at the simulated seconds reached (Python loop; what an
+        interrupted replay reports).
     """
     check_replay_inputs(jobs, cluster)
+    if len(jobs) == 0:  # every figure would be a mean of nothing (NaN)
+        raise ParameterError("jobs", "is empty: nothing to replay (a trace with only its header, or "
+                                     "filters that keep no job?)")
     check_choice("placement", placement, PLACEMENTS)
     seed = check_int("seed", seed, 0, 2**63 - 1)
     if not (isinstance(restore_s, (int, float)) and 0 <= restore_s <= 1e6):
@@ -169,13 +181,18 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
         from magnum_lib.replay import fastloop_ref
 
         fast = _compiled("magnum_lib.replay._fastloop", backend) or fastloop_ref
+    round_s = None if pol.round_s is None else engine_ref.check_round_s(pol.name, pol.round_s)
+    est = estimate(jobs, cluster, round_s, fast=fast is not None or gavel is not None,
+                   lp=round_s is not None and pol.name.startswith("gavel"))
+    check_budget(est, max_memory, max_wall_s)
     n = len(jobs)
-    show = (n > 20_000) if progress is None else bool(progress)
+    show = (n > 20_000 or est.wall_s > 10) if progress is None else bool(progress)
     bar = None
     if show and fast is None and gavel is None:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=n, desc=f"replay {pol.name}", unit="job", leave=False)
+        # A bar that can reach the end is not a bound: say up front what the replay will take.
+        bar = tqdm(total=n, desc=f"replay {pol.name}, {est.describe()}", unit="job", leave=False)
     t0 = time.perf_counter()
     try:
         if gavel is not None:
@@ -188,7 +205,7 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
                                 pol.fast, round(restore_s * NS))
             name = "compiled" if fast.__name__.endswith("_fastloop") else "python"
         else:
-            out = engine_ref.run(jobs, cluster, pol, placement, seed, restore_s, bar)
+            out = engine_ref.run(jobs, cluster, pol, placement, seed, restore_s, bar, clock)
             name = "python"
     finally:
         if bar is not None:

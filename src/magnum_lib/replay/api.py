@@ -111,7 +111,10 @@ def as_policy(obj, name=None) -> Policy:
 def _instance(cls):
     """``cls()``; an error in the policy's constructor becomes one ParameterError naming it."""
     try:
-        return cls()
+        inst = cls()
+        if getattr(inst, "name", None) == Policy.name:  # unnamed: errors and tables name the class
+            inst.name = cls.__name__
+        return inst
     except KeyboardInterrupt:
         raise
     except BaseException as exc:   # (SystemExit too: a policy does not end the replay)

@@ -6,7 +6,9 @@ event-driven policies on pooled clusters and must give the same numbers.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 
 import numpy as np
 
@@ -135,16 +137,63 @@ class _AnyOracle:
     name = "policy"
 
 
+#: The CPU seconds one call of a policy may take (a plug-in that loops forever must not
+#: stall a workshop); a replay's own policies take microseconds to milliseconds a call.
+POLICY_CPU_S = 5.0
+#: Wake-ups a policy may ask for: this many per simulated second on average, plus a start
+#: allowance (a policy asking to be woken every nanosecond never finishes otherwise).
+WAKE_PER_SIM_S, WAKE_ALLOWANCE = 100, 10_000
+
+
+class _CpuLimit(BaseException):
+    """Raised inside a policy call by the CPU-time alarm (BaseException: a policy's own
+    ``except Exception`` cannot swallow it)."""
+
+
+def _alarm(signum, frame):
+    raise _CpuLimit
+
+
+@contextlib.contextmanager
+def _cpu_limit(seconds: float):
+    """Interrupt the block after ``seconds`` of CPU time (POSIX main thread; elsewhere the
+    call is checked after it returns, which bounds a slow policy but not an endless one)."""
+    import signal
+    import threading
+
+    timer = getattr(signal, "ITIMER_VIRTUAL", None)
+    if timer is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGVTALRM, _alarm)
+    signal.setitimer(timer, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(timer, 0)
+        signal.signal(signal.SIGVTALRM, old)
+
+
 def call(name, what, method, *args):
     """``method(*args)`` of policy ``name``; an exception inside it becomes one PolicyError.
 
     The policy's own error is chained (``__cause__``), so a notebook still shows where it
     happened; the CLI prints the one line. A PolicyError (an invalid decision, an oracle
     read) or a ParameterError (the policy's own option check) passes unchanged. SystemExit
-    inside a policy is an error too, not an exit 0.
+    inside a policy is an error too, not an exit 0. A call past :data:`POLICY_CPU_S` of CPU
+    time is stopped and refused.
     """
+    over = PolicyError(name, f"{what}() took more than {POLICY_CPU_S:g} s of CPU time in one call "
+                             f"(an endless loop?)")
+    c0 = time.process_time()
     try:
-        return method(*args)
+        with _cpu_limit(POLICY_CPU_S):
+            out = method(*args)
+        if time.process_time() - c0 > POLICY_CPU_S:
+            raise over
+        return out
+    except _CpuLimit:
+        raise over from None
     except ParameterError:
         raise
     except RecursionError:
@@ -167,13 +216,21 @@ def check_fits(jobs, cluster):
                                      f"{len(cluster.type_names)}")
 
 
-def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progress=None):
+def check_round_s(name, round_s) -> float:
+    """A policy's ``round_s``: a number of seconds in [1e-3, 1e9] (PolicyError naming the policy)."""
+    ok = isinstance(round_s, (int, float, np.integer, np.floating)) and not isinstance(round_s, bool)
+    if not (ok and math.isfinite(round_s) and 1e-3 <= round_s <= 1e9):
+        raise PolicyError(name, f"round_s must be None or seconds in [0.001, 1e9], got {excerpt(round_s)}")
+    return float(round_s)
+
+
+def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progress=None, clock=None):
     """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
     check_fits(jobs, cluster)
     st = _State(jobs, cluster, placement, seed, round(restore_s * NS), policy)
     name = policy.name
     call(name, "reset", policy.reset, st.policy_jobs, st.policy_cluster)
-    round_ns = None if policy.round_s is None else max(1, round(policy.round_s * NS))
+    round_ns = None if policy.round_s is None else round(check_round_s(name, policy.round_s) * NS)
     n = len(jobs)
     submit = jobs.submit_ns
     waiting, running = set(), set()
@@ -183,6 +240,7 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
     shared = not jobs.whole_gpus
     frag = []   # shared GPUs: fraction of the free capacity stranded on partly used GPUs
     idle_rounds = 0
+    wakes = 0
     bar = progress
     while done < n:
         cands = []
@@ -201,6 +259,8 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
         if wake is not None and wake <= t:
             wake = None
         st.advance(t, running)
+        if clock is not None:
+            clock[0] = t / NS
         for j in sorted(j for j in running if st.rem[j] <= 0):
             st.free[st.alloc[j]] += st.milli_l[j]
             st.alloc[j] = []
@@ -222,6 +282,12 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
             # The latest decision's wake-up replaces any earlier one (the policy recomputes
             # it at every call; a stale earlier wake-up would add a call it did not ask for).
             wake = int(d.wake_ns) if d.wake_ns is not None and d.wake_ns > t else None
+            if wake is not None:
+                wakes += 1
+                if wakes > WAKE_ALLOWANCE + WAKE_PER_SIM_S * t / NS:
+                    raise PolicyError(name, f"asked to be woken {wakes:,} times in {t / NS:.6g} simulated s "
+                                            f"(at most {WAKE_ALLOWANCE:,} + {WAKE_PER_SIM_S} per simulated "
+                                            f"second): wake it only when something changes")
             if round_ns is not None:
                 stuck = waiting and not running and i >= n and wake is None
                 idle_rounds = idle_rounds + 1 if stuck else 0

@@ -213,6 +213,8 @@ class TiresiasLAS(Policy):
         th = [float(x) for x in thresholds_gpu_s]
         if any(not (x > 0) for x in th) or th != sorted(th) or len(set(th)) != len(th):
             raise ParameterError("thresholds_gpu_s", f"must be increasing numbers > 0, got {excerpt(th)}")
+        if max(th, default=0) > 9e9:  # kept in int64 ns: 9e9 GPU-s is 285 GPU-years
+            raise ParameterError("thresholds_gpu_s", f"must be at most 9e9 GPU-seconds, got {max(th):.6g}")
         if not (promote_knob >= 0) or promote_knob != promote_knob:
             raise ParameterError("promote_knob", f"must be >= 0, got {excerpt(promote_knob)}")
         self.thresholds_ns = [round(x * 1e9) for x in th]

@@ -177,13 +177,14 @@ def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
     nodes, devs, starts = [], [], []
     held = 0
     tries = 0
+    widest = int(node_dev.max())  # once: a max per shard made packing quadratic in the nodes
     while held < target and tries < 20 * n + 100:
         j = int(rng.integers(len(gpus)))
         g = min(int(gpus[j]), target - held)
         age = rng.random() * float(durations[j])
         while g > 0 and tries < 20 * n + 100:
             tries += 1
-            d = min(g, int(node_dev.max()))
+            d = min(g, widest)
             i = int(rng.integers(n))
             d = min(d, int(free[i]))
             if d <= 0:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 
+from magnum_lib.sim.budget import DEFAULT_MAX_MEMORY, DEFAULT_MAX_WALL_S, check_budget
 from magnum_lib.sim.config import SimConfig, make_config
 from magnum_lib.sim.model import (
     RegionLayout,
@@ -97,27 +98,37 @@ def drive(cfg: SimConfig, call) -> list:
         t = min(call("advance", [(stop,)] * len(regions)))
 
 
-def run_config(cfg: SimConfig, backend: str | None = None, progress: bool = False, keep: bool = False):
+def run_config(cfg: SimConfig, backend: str | None = None, progress: bool = False, keep: bool = False,
+               max_memory: float | None = DEFAULT_MAX_MEMORY, max_wall_s: float | None = DEFAULT_MAX_WALL_S,
+               clock: list | None = None):
     """Simulate every region of ``cfg`` in this process (planner exchange: :func:`drive`); return the summary.
 
     Only each region's digest is kept (a few bytes per request), so the fleet fits in memory
     (a run with several planner intervals holds every region between exchanges).
     ``keep=True`` returns ``(summary, runs)`` with every region's full state (tests, notebooks).
+    A run estimated (:func:`~magnum_lib.sim.budget.check_budget`) past ``max_memory`` bytes or
+    ``max_wall_s`` seconds is refused before anything is built (None: no limit).
+    ``clock``: a one-item list kept at the simulated seconds reached (the mean over regions:
+    what an interrupted run reports).
     """
+    est = check_budget(cfg, max_memory, max_wall_s, backend)
     t0 = time.perf_counter()
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=cfg.regions * 1000, desc="simulate", leave=False, unit="‰")
+        # A bar that can reach the end is not a bound: say up front what the run will take.
+        bar = tqdm(total=cfg.regions * 1000, desc=f"simulate, {est.describe()}", leave=False, unit="‰")
     tasks = [RegionTask(cfg, reg, backend) for reg in range(cfg.regions)]
     done = [0] * cfg.regions
 
     def tick(reg):
         def f(frac):
+            k = int(frac * 1000)
             if bar is not None:
-                k = int(frac * 1000)
                 bar.update(k - done[reg])
-                done[reg] = k
+            done[reg] = k
+            if clock is not None:
+                clock[0] = sum(done) * cfg.duration_s / (1000 * cfg.regions)
         return f
 
     def call(method, args):
@@ -132,11 +143,13 @@ def run_config(cfg: SimConfig, backend: str | None = None, progress: bool = Fals
                 out.append(getattr(task, method)(*a))
         return out
 
-    res = drive(cfg, call)
+    try:
+        res = drive(cfg, call)
+    finally:  # Ctrl-C too: no half-drawn bar left on the terminal
+        if bar is not None:
+            bar.close()
     digests = [r[0] for r in res] if keep else res
     runs = [r[1] for r in res] if keep else []
-    if bar is not None:
-        bar.close()
     out = summarize(digests, time.perf_counter() - t0)
     return (out, runs) if keep else out
 
@@ -178,6 +191,8 @@ def run_fleet_dask(cfg: SimConfig, client=None, backend: str | None = None) -> d
 
 
 def simulate(preset: str | None = "magnum_v2", cluster: str = "classroom", backend: str | None = None,
-             progress: bool = False, **knobs) -> dict:
-    """Build a config from presets and knobs (:func:`make_config`) and run it."""
-    return run_config(make_config(preset, cluster, **knobs), backend=backend, progress=progress)
+             progress: bool = False, max_memory: float | None = DEFAULT_MAX_MEMORY,
+             max_wall_s: float | None = DEFAULT_MAX_WALL_S, **knobs) -> dict:
+    """Build a config from presets and knobs (:func:`make_config`) and run it (limits: :func:`run_config`)."""
+    return run_config(make_config(preset, cluster, **knobs), backend=backend, progress=progress,
+                      max_memory=max_memory, max_wall_s=max_wall_s)

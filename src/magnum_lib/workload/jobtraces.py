@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from magnum_lib.engine.errors import excerpt
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload.traces import SOURCES, trace_path
 
@@ -46,6 +47,8 @@ def load_tiresias_jobs(path=None) -> TiresiasJobs:
     """Load a Tiresias-format trace (default: the 60-job trace)."""
     p = trace_path(_TIRESIAS, path)
     c = read_columns(p, ["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"])
+    ids = c.ints("job_id")
+    _no_duplicates(p, "job_id", ids.tolist())
     return TiresiasJobs(c.ints("job_id"), c.ints("num_gpu", minimum=1), c.floats("submit_time"),
                         c.floats("duration"), c.ints("iterations"), tuple(c.raw("model_name")), p)
 
@@ -54,4 +57,15 @@ def load_philly_vc_sizes(path=None) -> dict[str, int]:
     """``{vc id: node count}`` from Helios' ``philly_vc.csv`` (11 VCs)."""
     p = trace_path(_VC, path)
     c = read_columns(p, ["vc", "node num"])
+    _no_duplicates(p, "vc", list(c.raw("vc")))
     return dict(zip(c.raw("vc"), c.ints("node num", minimum=1).tolist(), strict=True))
+
+
+def _no_duplicates(path, column: str, values: list) -> None:
+    """ValueError naming the file, the column and the first value listed twice (the last
+    copy would otherwise silently win)."""
+    seen = {}
+    for row, v in enumerate(values, start=2):  # line 1 is the header
+        if v in seen:
+            raise ValueError(f"{path}: line {row}: {column} {excerpt(v)} is listed twice (first on line {seen[v]})")
+        seen[v] = row

@@ -111,12 +111,22 @@ def trace_path(relative: str, path=None) -> Path:
         p = base / relative
         if p.is_file():
             return p
-    source = SOURCES.get(relative, "the source listed for it")
+    # Short enough for the CLI's 400-character line even from a deep folder: the full sources
+    # are in the shipped manifest (`faux-magnum data list`), the fetch is one command.
+    source = SOURCES.get(relative, "")
+    repo = source.split()[0].removeprefix("https://github.com/") if source else ""
+    commit = source.split("(commit ")[1].split(")")[0] if "(commit " in source else ""
+    origin = f"{repo}@{commit}" if repo and commit else "`faux-magnum data list`"
     raise FileNotFoundError(
-        f"trace file {relative} not found; looked in {_where(candidates)}; download it from "
-        f"{source} (shared/data/MANIFEST.tsv lists every file), or set {ENV_VAR} to the folder "
-        "holding it"
+        f"trace file {relative} not found in {_where(candidates)}; get it with `faux-magnum data fetch` "
+        f"(source: {origin}), or set {ENV_VAR} to its folder"
     )
+
+
+def _short_path(p: Path, limit: int = 120) -> str:
+    """``p``, or ``.../<its last folders>`` when longer than ``limit`` (a message stays one line)."""
+    text = str(p)
+    return text if len(text) <= limit else f"...{os.sep}{os.sep.join(p.parts[-3:])}"
 
 
 def _where(candidates: list[Path]) -> str:
@@ -124,9 +134,9 @@ def _where(candidates: list[Path]) -> str:
     env = os.environ.get(ENV_VAR, "").strip()
     if env:
         return f"{ENV_VAR}={candidates[0]}"
-    text = f"{candidates[0]} and shared/data in every parent folder"
+    text = f"{_short_path(candidates[0])} (and its parents')"
     if _CHECKOUT is not None and candidates[-1] == _CHECKOUT.parent / SHARED_SUBDIR:
-        text += f", and {candidates[-1]} (beside the source checkout)"
+        text += f" or {_short_path(candidates[-1])}"
     return text
 
 
@@ -407,8 +417,16 @@ def _read_json(p: Path, max_bytes: int):
         if st.st_size > max_bytes:
             raise ValueError(f"{p}: {st.st_size:,} bytes, more than the {max_bytes:,} this file may be")
         raw = f.read(max_bytes + 1)
+    def no_duplicates(pairs):  # json keeps the last copy of a key silently
+        obj = {}
+        for k, v in pairs:
+            if k in obj:
+                raise ValueError(f"{p}: key {excerpt(k)} appears twice in one object")
+            obj[k] = v
+        return obj
+
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates)
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: byte {e.start}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
