@@ -332,7 +332,10 @@ def test_missing_trace_line_fits_the_cli_cap_from_a_deep_folder(tmp_path, monkey
     from magnum_lib.cli import main
     from magnum_lib.commands._common import MAX_LINE
 
+    from magnum_lib.workload import traces
+
     monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
+    monkeypatch.setattr(traces, "_CHECKOUT", None)  # not the folder beside this checkout either
     deep = tmp_path.joinpath(*["a_rather_long_folder_name"] * 4)
     deep.mkdir(parents=True)
     monkeypatch.chdir(deep)
