@@ -331,7 +331,6 @@ def test_hetero_without_traces_is_one_line_exit_2(tmp_path, monkeypatch, capsys)
 def test_missing_trace_line_fits_the_cli_cap_from_a_deep_folder(tmp_path, monkeypatch, capsys):
     from magnum_lib.cli import main
     from magnum_lib.commands._common import MAX_LINE
-
     from magnum_lib.workload import traces
 
     monkeypatch.delenv("MAGNUM_SHARED_DATA", raising=False)
