@@ -36,6 +36,7 @@ def test_las_counts_waits_after_demotion():
     assert r.first_wait_s.tolist() == [0.0, 30.0]
 
 
+@pytest.mark.needs_traces  # Gavel's throughput matrix (../shared/data/gavel)
 @pytest.mark.parametrize("policy", ["gavel-fifo", "gavel-rounds"])
 def test_gavel_kernel_reports_held_time_like_the_readable_loop(policy):
     from magnum_lib.replay.traces import gavel_jobs

@@ -5,7 +5,7 @@ This layer imports only the base modules (units, hardware, engine, workload).
 
     >>> from magnum_lib.serving import make_replica, load_trace, simulate, summarize
     >>> spec = make_replica("llama3_70b", "h100_sxm", tp=8)
-    >>> res = simulate(load_trace("azure-conv").head(500), spec, replicas=2, batching="chunked")
+    >>> res = simulate(load_trace("azure-conv").head(500), spec, replicas=2, batching="chunked")  # doctest: +SKIP
     >>> summarize(res)["ttft_ms"]["p99"]                              # doctest: +SKIP
 """
 from magnum_lib.serving.kvcache import KVPool
