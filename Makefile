@@ -87,12 +87,12 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 unit: build
 	MAGNUM_REQUIRE_COMPILED=1 $(PYTEST) $(XDIST) tests --ignore=tests/browser
 
-# The pure-Python backend needs no compile. Tests marked `compiled` (they compare a
+# The pure-Python backend needs no compile. Tests marked `kernel` (they compare a
 # compiled kernel with its reference, or need the compiled backend) ran in `unit`, and
 # the CLI fuzz tests the parser, which is the same on both backends (tests/conftest.py
 # applies both markers).
 unit-python: venv
-	MAGNUM_PUREPYTHON=1 $(PYTEST) $(XDIST) -m "not compiled and not cli_fuzz" tests --ignore=tests/browser
+	MAGNUM_PUREPYTHON=1 $(PYTEST) $(XDIST) -m "not kernel and not cli_fuzz" tests --ignore=tests/browser
 
 # Notebooks that replay the real public traces (../shared/data, or $MAGNUM_SHARED_DATA):
 # without the traces nbval leaves them out and says so; MAGNUM_REQUIRE_TRACES=1 makes that

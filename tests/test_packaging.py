@@ -207,6 +207,9 @@ def test_the_debug_build_lives_apart_and_is_not_undone():
     assert test.startswith("test-debug: build-debug") and "PYTHONPATH=$(DEBUG_LIB)" in test
     assert '-m "kernel and not cli_fuzz and not speed"' in test
     assert "$(MAKE)" not in test  # no release rebuild afterwards
+    # the pure-Python run leaves out what the markers select (names as tests/_markers.py applies them)
+    pure = re.search(r"^unit-python:.*?(?=^\S|\Z)", makefile, re.M | re.S).group(0)
+    assert pure.startswith("unit-python: venv") and '-m "not kernel and not cli_fuzz"' in pure
     assert 'C_DIR = str(Path("build", "debug", "c")) if DEBUG else None' in (ROOT / "setup.py").read_text()
 
 
