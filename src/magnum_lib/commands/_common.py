@@ -376,6 +376,12 @@ def _path(text) -> str:
     return excerpt(text, _PATH_EXCERPT)
 
 
+def _check_printable_path(text: str) -> None:
+    # Control characters or undecodable bytes (surrogates): not a name to create or to print.
+    if len(text) > _MAX_PATH or not text.isprintable():
+        raise _refuse(f"must be a printable path of at most {_MAX_PATH} characters, got {_path(text)}")
+
+
 class InputFile(FlagType):
     """An existing regular file of at most ``max_bytes`` (a symlink to one is fine); returns the text.
 
@@ -390,9 +396,7 @@ class InputFile(FlagType):
         self.what, self.max_bytes, self.pass_missing = what, max_bytes, pass_missing
 
     def parse(self, text):
-        if len(text) > _MAX_PATH or not text.isprintable():
-            # Control characters or undecodable bytes (surrogates): not a name to create or to print.
-            raise _refuse(f"must be a printable path of at most {_MAX_PATH} characters, got {_path(text)}")
+        _check_printable_path(text)
         try:
             st = os.stat(text)
         except FileNotFoundError:
@@ -441,8 +445,7 @@ class OutputDir(FlagType):
     example = "faux-magnum-notebooks"
 
     def parse(self, text):
-        if len(text) > _MAX_PATH or not text.isprintable():
-            raise _refuse(f"must be a printable path of at most {_MAX_PATH} characters, got {_path(text)}")
+        _check_printable_path(text)
         try:
             st = os.stat(text)
         except FileNotFoundError:

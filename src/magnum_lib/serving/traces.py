@@ -13,15 +13,13 @@ the line and the field.
 from __future__ import annotations
 
 import json
-import os
-import stat
 
 import numpy as np
 
 from magnum_lib.engine.errors import check_choice, excerpt
 from magnum_lib.serving.requests import MAX_TOKENS, ServingRequests
 from magnum_lib.workload._csvcols import read_columns
-from magnum_lib.workload.traces import trace_path
+from magnum_lib.workload.traces import read_regular_file, trace_path
 
 __all__ = ["TRACES", "load_azure_llm", "load_mooncake", "load_trace"]
 
@@ -62,17 +60,7 @@ def load_azure_llm(kind: str = "conv", path=None, rate_scale: float = 1.0) -> Se
 
 
 def _read_lines(p) -> list[bytes]:
-    try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise ValueError(f"{p}: cannot read ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{p}: not a regular file")
-        if st.st_size > _MAX_JSONL_BYTES:
-            raise ValueError(f"{p}: {st.st_size:,} bytes, more than the {_MAX_JSONL_BYTES:,} accepted")
-        return f.read().splitlines()
+    return read_regular_file(p, _MAX_JSONL_BYTES).splitlines()
 
 
 def _int_field(p, line, obj, key, lo, hi) -> int:

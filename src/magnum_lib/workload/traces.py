@@ -400,9 +400,9 @@ def _rate(p: Path, where: str, value) -> float:
     return float(value)
 
 
-def _read_json(p: Path, max_bytes: int):
-    """The JSON document in ``p``: a regular file of at most ``max_bytes``, UTF-8, not nested past
-    the interpreter's recursion limit; ValueError naming the file otherwise (never blocks on a FIFO)."""
+def read_regular_file(p, max_bytes: int) -> bytes:
+    """The bytes of ``p``, a regular file of at most ``max_bytes``; ValueError naming the file
+    otherwise (a FIFO, a directory, a device, too large). Never blocks on a FIFO."""
     import stat
 
     try:
@@ -416,7 +416,14 @@ def _read_json(p: Path, max_bytes: int):
             raise ValueError(f"{p}: not a regular file")
         if st.st_size > max_bytes:
             raise ValueError(f"{p}: {st.st_size:,} bytes, more than the {max_bytes:,} this file may be")
-        raw = f.read(max_bytes + 1)
+        return f.read(max_bytes + 1)
+
+
+def _read_json(p: Path, max_bytes: int):
+    """The JSON document in ``p``: a regular file of at most ``max_bytes``, UTF-8, not nested past
+    the interpreter's recursion limit; ValueError naming the file otherwise (never blocks on a FIFO)."""
+    raw = read_regular_file(p, max_bytes)
+
     def no_duplicates(pairs):  # json keeps the last copy of a key silently
         obj = {}
         for k, v in pairs:
