@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from magnum_lib import checks, claims
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.claims import NOT_REPRODUCED, NOT_TESTABLE, REFUTED, REPRODUCED, SET_BY_INPUT
-from magnum_lib.engine.errors import ParameterError
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 OURS = {"01": ("C3", "C7"), "02": ("C8", "C9", "C10", "C11", "C12"),

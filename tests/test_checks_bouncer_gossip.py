@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from magnum_lib import checks
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, SET_BY_INPUT
-from magnum_lib.engine.errors import ParameterError
 
 MINE = ("C5", "C18", "C19", "C20", "C22", "C28", "C29", "C30", "C32")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from magnum_lib import claims
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"

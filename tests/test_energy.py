@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.energy import C46_POWER, C46_SAVING, DvfsModel
-from magnum_lib.engine.errors import ParameterError
 
 M = DvfsModel()
 

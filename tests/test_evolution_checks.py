@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.checks import evolution as ev
 from magnum_lib.claims import NOT_REPRODUCED, REPRODUCED, SET_BY_INPUT
-from magnum_lib.engine.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.workload.forecast import AutoRegressive, compare, load_series, moving_average, persistence, score
 from magnum_lib.workload.generators import bursty_arrivals
 

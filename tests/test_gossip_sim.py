@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.gossip import dissemination_ref as ref
 from magnum_lib.gossip.dissemination import (
     MAX_STALENESS_NODES,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.graph import packing_ref
 from magnum_lib.graph.manifest import load_manifest, parse_manifest
 from magnum_lib.graph.packing import POLICIES, jobs_from_manifests, pack

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magnum_lib._backend import compiled_available
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.graph import packing_ref
 from magnum_lib.graph.packing import MAX_GRAPHS, MAX_TOTAL_LAYERS, POLICIES, JobSet, make_inference_graphs, pack
 from tests.conftest import import_compiled

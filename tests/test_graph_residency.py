@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.graph.packing import make_inference_graphs
 from magnum_lib.graph.residency import POOL_GRAPHS, first_fit_admit, graph_fits, tenant_reservations
 from magnum_lib.hardware import default_catalog

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.node import dispatcher_ref
 from magnum_lib.node.dispatcher import Workload, check_conservation, dispatch, make_workload, mixed_workload
 from tests.conftest import import_compiled

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.node import hedging_queue, placement, ring
 
 

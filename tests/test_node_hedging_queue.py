@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.engine import heap_ref
-from magnum_lib.engine.errors import ParameterError
 from magnum_lib.engine.metrics import batch_means
 from magnum_lib.node import hedging_queue
 from magnum_lib.node.hedging_queue import run_pool, simulate_hedging_queue

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.node.placement import POLICIES, compare_policies, make_stream, node_devices, place, request_stream
 
 # One compute-bound request: 1e12 FLOPs, 1e8 bytes.

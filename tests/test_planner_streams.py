@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.planner.streams import jobs_for_devices, stream_hints
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.regional import hashing
 from magnum_lib.regional.hashing import KEY_SPACE, hash_ring, ring_first, ring_owner, ring_shares
 

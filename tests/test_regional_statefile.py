@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.regional.default_region import NodeSpec, default_region, interconnect_satisfies
 from magnum_lib.regional.lease import Lease
 from magnum_lib.regional.statefile import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from magnum_lib import cli
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.replay import Policy, ReplayCluster, engine_ref, make_jobs, replay
 from magnum_lib.sim import make_config
 from magnum_lib.sim.budget import check_budget, estimate

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.replay import Decision, Policy, PolicyError, ReplayCluster, make_jobs, make_policy, replay
 from magnum_lib.replay.policies import TiresiasLAS
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.replay import ReplayCluster, make_jobs
 from magnum_lib.replay.fill import FILL_PLACEMENTS, fill
 from magnum_lib.workload.inflate import inflate_index

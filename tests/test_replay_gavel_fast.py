@@ -198,7 +198,7 @@ def test_waterfill_allocation_is_called_in_the_kernel_not_back():
 
 @pytest.mark.needs_traces
 def test_waterfill_solver_bad_use():
-    from magnum_lib.engine.errors import ParameterError
+    from magnum_lib.base.validate import ParameterError
 
     jobs, thr = replay_peers.gavel_hetero_jobs(10, 6, 1)
     cluster = ReplayCluster.from_counts(replay_peers.GAVEL_TYPES, 4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.replay import ReplayCluster, make_jobs, replay
 from magnum_lib.replay.gavel_rounds import GavelFIFO, GavelRounds
 

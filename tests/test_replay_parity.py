@@ -142,7 +142,7 @@ def test_sjf_by_gpus_ranks_by_gpu_count_not_duration():
 
 
 def test_sjf_options_validated():
-    from magnum_lib.engine.errors import ParameterError
+    from magnum_lib.base.validate import ParameterError
     from magnum_lib.replay.policies import SJF, SRTF
 
     with pytest.raises(ParameterError, match="by"):

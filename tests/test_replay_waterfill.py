@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.replay.fairness import maxmin_allocation, maxmin_waterfill
 
 TOL = 1e-9

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.serving import make_replica
 
 H100_BF16, H100_BW, NVLINK4 = 989.4e12, 3.35e12, 450e9

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.serving import ServingRequests, generate_requests, make_replica, simulate, summarize
 from magnum_lib.serving.serve_ref import DONE, REFUSED
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.energy import DvfsModel, clock_for_deadline
-from magnum_lib.engine.errors import ParameterError
 from magnum_lib.sim import make_config, simulate
 from magnum_lib.sim.model import class_costs
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.sim import EVOLUTION, make_config, simulate
 from magnum_lib.sim import core_ref as K
 from magnum_lib.sim.model import build_region, core_module, run_region

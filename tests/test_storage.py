@@ -1,7 +1,7 @@
 """Cold starts over the storage hierarchy (magnum_lib.storage, claim C48)."""
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.hardware import load_catalog
 from magnum_lib.storage import DEFAULT_INIT_S, HOST_LINKS, TIERS, cold_start_s, host_link_Bps
 from magnum_lib.units import parse_interconnect

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.tune import fixed, grid, successive_halving
 
 TRUE = np.linspace(0.0, 1.0, 32)  # arm i has mean TRUE[i]; the best is the last

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 from magnum_lib.units import (
     INTERCONNECTS,
     Interconnect,

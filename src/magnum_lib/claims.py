@@ -25,7 +25,7 @@ from functools import lru_cache
 import yaml
 
 from magnum_lib._resources import data_path
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 ID_PATTERN = re.compile(r"\bC(\d{1,2})\b")
 

@@ -3,7 +3,7 @@
 Subcommands live in :mod:`magnum_lib.commands`, one module each, found at start-up.
 Every flag declares a typed, range-checked value (see :mod:`magnum_lib.commands._common`),
 so most bad input is refused while parsing, before a handler runs. Handlers raise
-:class:`~magnum_lib.engine.errors.ParameterError` for what depends on several flags;
+:class:`~magnum_lib.base.validate.ParameterError` for what depends on several flags;
 :func:`main` turns that, and any argparse complaint, into one line on stderr naming the
 flag (at most ``MAX_LINE`` characters), and exit status 2 (no traceback).
 """
@@ -15,6 +15,7 @@ import pkgutil
 import sys
 
 from magnum_lib import __version__, _backend, commands
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -26,7 +27,6 @@ from magnum_lib.commands._common import (
     flag_name,
     one_line,
 )
-from magnum_lib.engine.errors import ParameterError
 
 
 def command_names() -> list[str]:

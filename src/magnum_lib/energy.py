@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_positive
+from magnum_lib.base.validate import ParameterError, check_positive
 
 __all__ = ["DvfsModel", "clock_for_deadline", "C46_FULL_SLA_MS", "C46_RELAXED_SLA_MS", "C46_POWER", "C46_SAVING"]
 

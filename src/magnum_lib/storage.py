@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.hardware import load_catalog
 from magnum_lib.units import parse_interconnect
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import cast
 
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 
 __all__ = [
     "Interconnect",

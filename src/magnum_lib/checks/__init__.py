@@ -16,10 +16,10 @@ check with its defaults and under each of its perturbations.
 from __future__ import annotations
 
 from magnum_lib import claims
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.checks import bouncer, conductor, evolution, future, gossip, hetero, kubernetes, oracle, system, welcome
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import Verdict
-from magnum_lib.engine.errors import ParameterError
 
 # Explicit registration: a module is in the registry because it is named here, not because
 # something happened to import it. Add a topic module's CHECKS to this tuple.

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
+from magnum_lib.base.validate import check_choice, check_int, check_positive
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REPRODUCED, SET_BY_INPUT, Verdict
-from magnum_lib.engine.errors import check_choice, check_int, check_positive
 from magnum_lib.hardware import default_catalog
 from magnum_lib.node import dispatcher, hedging, ring
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnum_lib import claims
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.claims import Verdict
-from magnum_lib.engine.errors import ParameterError
 
 
 @dataclass(frozen=True)

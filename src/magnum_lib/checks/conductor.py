@@ -13,9 +13,9 @@ import io
 import json
 
 from magnum_lib import cli
+from magnum_lib.base.validate import check_int
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, Verdict
-from magnum_lib.engine.errors import check_int
 from magnum_lib.regional.baselines import simulate_scheduling
 from magnum_lib.regional.lease import LeaseIds, issue_lease
 from magnum_lib.regional.validator import NodeState, validate

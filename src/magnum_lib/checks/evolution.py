@@ -23,9 +23,9 @@ import math
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REPRODUCED, SET_BY_INPUT, Verdict
-from magnum_lib.engine.errors import ParameterError
 
 #: The workload of every check and of notebook 08's section 1 (the knobs of ``simulate``).
 WORK = dict(cluster="region", cells_per_region=1, load=0.3, seed=0, duration_s=0.3)

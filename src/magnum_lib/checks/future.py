@@ -9,10 +9,10 @@
 """
 from __future__ import annotations
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, SET_BY_INPUT, Verdict
 from magnum_lib.energy import C46_POWER, C46_SAVING, DvfsModel
-from magnum_lib.engine.errors import ParameterError
 from magnum_lib.sim import simulate
 from magnum_lib.storage import TIERS, cold_start_s
 from magnum_lib.workload.forecast import compare, load_series

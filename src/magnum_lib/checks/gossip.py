@@ -10,9 +10,9 @@ import random
 
 import numpy as np
 
+from magnum_lib.base.validate import check_choice, check_int
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, SET_BY_INPUT, Verdict
-from magnum_lib.engine.errors import check_choice, check_int
 from magnum_lib.gossip import theory
 from magnum_lib.gossip.digest import digest_over_time
 from magnum_lib.gossip.dissemination import simulate

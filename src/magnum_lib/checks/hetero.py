@@ -11,9 +11,9 @@ import dataclasses
 import time
 
 from magnum_lib._resources import data_path
+from magnum_lib.base.validate import ParameterError, check_positive
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, SET_BY_INPUT, Verdict
-from magnum_lib.engine.errors import ParameterError, check_positive
 from magnum_lib.graph import packing
 from magnum_lib.graph.manifest import load_manifest, parse_manifest
 from magnum_lib.graph.reserve import reserve

@@ -11,11 +11,11 @@ import time
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.checks._timing import fastest
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import REFUTED, REPRODUCED, Verdict
 from magnum_lib.engine import simulate_queue, theory
-from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.regional.scheduler import RegionalScheduler, StaleView
 from magnum_lib.regional.validator import NodeState
 

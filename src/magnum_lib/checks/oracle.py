@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.checks._timing import fastest
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, SET_BY_INPUT, Verdict
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
 from magnum_lib.planner import staleness
 from magnum_lib.planner.plan import plan
 from magnum_lib.planner.scoring import article_score, placement_cost

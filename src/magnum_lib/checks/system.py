@@ -20,9 +20,9 @@ import math
 import numpy as np
 from scipy import stats
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.checks.check import ClaimCheck
 from magnum_lib.claims import NOT_REPRODUCED, REFUTED, REPRODUCED, SET_BY_INPUT, Verdict
-from magnum_lib.engine.errors import ParameterError
 from magnum_lib.sim import make_config, run_config
 
 ARTICLE_WINDOW_MS = 3.7        # C1, C49: "within 3.7 milliseconds"; C25: 3.7 ms per round

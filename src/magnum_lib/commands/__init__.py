@@ -7,6 +7,6 @@ Every flag that takes a value declares its type and documented range with a
 ``_common.FlagType`` (``type=Int(1, 10**6)``, ``Float``, ``Duration``, ``Size``, ``Text``,
 ``InputFile``, ``StateFile``): the parser refuses anything outside it, and repeated or
 empty flags, in one line before the handler runs (``tests/test_cli_fuzz.py`` checks every
-command does). Handlers raise :class:`~magnum_lib.engine.errors.ParameterError` for what
+command does). Handlers raise :class:`~magnum_lib.base.validate.ParameterError` for what
 depends on several flags.
 """

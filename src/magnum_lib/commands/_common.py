@@ -18,7 +18,7 @@ import re
 import stat
 import sys
 
-from magnum_lib.engine.errors import ParameterError, excerpt
+from magnum_lib.base.validate import ParameterError, excerpt
 
 PROG = "faux-magnum"
 EXIT_USAGE = 2

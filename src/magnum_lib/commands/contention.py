@@ -1,8 +1,8 @@
 """``faux-magnum contention``: how often do concurrent speculative leases collide?"""
 from __future__ import annotations
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, json_text, print_table
-from magnum_lib.engine.errors import ParameterError
 
 #: trials x concurrent: the leases one run places (about 10^7 per second compiled).
 MAX_LEASES = 10**8

@@ -1,8 +1,8 @@
 """``faux-magnum gossip``: simulate one rumor spreading by gossip (push, pull or push-pull)."""
 from __future__ import annotations
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import SEED, Duration, Float, Int, float_value, int_value, json_text, print_table
-from magnum_lib.engine.errors import ParameterError
 
 JSON_KEYS = ("rounds_to_all", "rounds_to_quorum", "quorum", "coverage", "bytes_per_node_per_s", "wall_s",
              "backend", "messages", "rounds", "stopped", "nodes", "fanout", "mode", "loss",

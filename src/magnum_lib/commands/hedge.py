@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from magnum_lib.base.validate import ParameterError, excerpt
 from magnum_lib.commands._common import (
     SEED,
     Duration,
@@ -19,7 +20,6 @@ from magnum_lib.commands._common import (
     json_text,
     print_table,
 )
-from magnum_lib.engine.errors import ParameterError, excerpt
 
 _HOUR_NS = 3600 * 10**9
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import EXIT_USAGE, PROG, SEED, InputFile, Int, Text, int_value, json_text, one_line
-from magnum_lib.engine.errors import ParameterError
 
 _DEFAULT_CLUSTER = {"gavel": "v100:16,p100:16,k80:16", "roofline": "h100:8,mi300x:8,mtia_v2:32"}
 MAX_DEVICES = 100_000  # per device type: a region, not a fleet of fleets

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import (
     NAME,
     PROG,
@@ -27,7 +28,6 @@ from magnum_lib.commands._common import (
     flag_name,
     json_text,
 )
-from magnum_lib.engine.errors import ParameterError
 from magnum_lib.regional.statefile import (
     LOCK_WAIT_S,
     MAX_DEVICES_PER_NODE,

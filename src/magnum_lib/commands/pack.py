@@ -1,8 +1,8 @@
 """``faux-magnum pack``: time-division packing of generated inference graphs on one device."""
 from __future__ import annotations
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import NAME, SEED, Float, Int, Text, float_value, int_value, json_text
-from magnum_lib.engine.errors import ParameterError
 
 # Python parameter -> flag, where they differ.
 _FLAGS = {"n": "jobs"}

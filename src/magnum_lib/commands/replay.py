@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from magnum_lib.base.validate import ParameterError, excerpt, parse_param
 from magnum_lib.commands._common import (
     SEED,
     Duration,
@@ -24,7 +25,6 @@ from magnum_lib.commands._common import (
     json_text,
     print_table,
 )
-from magnum_lib.engine.errors import ParameterError, excerpt, parse_param
 
 TRACES = ("philly", "tiresias", "alibaba", "gavel", "sample")
 S = 10**9  # ns per second, for the duration flags' ranges

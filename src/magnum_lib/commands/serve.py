@@ -6,8 +6,8 @@ import json
 import sys
 import time
 
+from magnum_lib.base.validate import ParameterError, excerpt
 from magnum_lib.commands._common import NAME, SEED, Duration, FlagType, Float, InputFile, Int, Text, print_table
-from magnum_lib.engine.errors import ParameterError, excerpt
 
 #: The catalog's keys and aliases (data/models.yaml; tests/test_serving_cli.py keeps them equal).
 _MODELS = ("llama3_8b", "llama3-8b", "llama-3-8b", "llama3_70b", "llama3-70b", "llama-3-70b",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import fields
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.commands._common import Duration, Float, Int, Interrupted, Size, json_text, print_table
-from magnum_lib.engine.errors import ParameterError
 
 _SKIP = {"classes", "mix"}
 _BOOLS = {"hetero_aware", "pre_reserve", "piggyback", "partition_leases"}

@@ -10,8 +10,8 @@ exported here are those of the active backend (``magnum_lib.backend()``).
 True
 """
 from magnum_lib._backend import pick
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.engine import metrics, theory
-from magnum_lib.engine.errors import ParameterError
 from magnum_lib.engine.simulation import QueueResult, kernel, simulate_queue
 
 EventHeap = pick("magnum_lib.engine._heap", "magnum_lib.engine.heap_ref").EventHeap

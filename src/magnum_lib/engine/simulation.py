@@ -18,8 +18,8 @@ import numpy.typing as npt
 from numpy.random import default_rng  # here, not at first use: wall_s times the run, not imports
 
 from magnum_lib._backend import backend as active_backend
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.engine import distributions, metrics
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.engine.queue_ref import MAX_HORIZON_NS
 
 _KERNELS = {"compiled": "magnum_lib.engine._queue", "python": "magnum_lib.engine.queue_ref"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from magnum_lib.engine.errors import ParameterError, check_int, check_positive
+from magnum_lib.base.validate import ParameterError, check_int, check_positive
 
 
 def _load(c: int, lam: float, mu: float) -> float:

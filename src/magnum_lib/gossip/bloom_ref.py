@@ -40,7 +40,7 @@ import hashlib
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 
 M_MAX = 2**33  # bits: a 1 GiB bit array (~900 million keys at 1 % false positives) at most
 K_MAX = 64

@@ -29,7 +29,7 @@ from types import ModuleType
 import numpy as np
 
 from magnum_lib._backend import pick
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.gossip import dissemination_ref
 from magnum_lib.units import parse_duration
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 
 MASK64 = (1 << 64) - 1
 PUSH, PULL, PUSHPULL = 1, 2, 3

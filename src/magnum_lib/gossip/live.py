@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, parse_param
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, parse_param
 from magnum_lib.gossip.merge import merge_article, merge_lww, merge_vc, phantom_busy, resolve, vc_view, write_vc
 from magnum_lib.gossip.state import NodeState, bitmap_of, view_of
 from magnum_lib.gossip.wire import KIND_STATES, KIND_VERSIONED, MAX_DATAGRAM, WireError, decode, entry_bytes, pack

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.gossip.state import MAX_GPUS, NodeState, View, check_view
 from magnum_lib.gossip.vclock import Order, VectorClock
 

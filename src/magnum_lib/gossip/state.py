@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 MAX_GPUS = 256
 MAX_ID_CHARS = 64          # node and job ids; keeps a full state inside one datagram

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 
 
 def _check(nodes, fanout, loss=0.0):

@@ -11,7 +11,7 @@ import enum
 import numbers
 from collections.abc import Iterator, Mapping
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.gossip.state import MAX_GENERATION, _check_id
 
 

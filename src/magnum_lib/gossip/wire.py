@@ -23,7 +23,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.gossip.merge import Versioned, maximal
 from magnum_lib.gossip.state import NodeState, _check_id
 from magnum_lib.gossip.vclock import VectorClock

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.hardware import Catalog, UnknownAcceleratorError, cost_matrix, default_catalog
 
 __all__ = ["ThroughputMatrix", "Allocation", "parse_cluster", "gavel_matrix", "roofline_matrix",

@@ -56,7 +56,7 @@ from pathlib import Path
 import yaml
 
 from magnum_lib._resources import data_path
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 from magnum_lib.hardware import Catalog, UnknownAcceleratorError, default_catalog
 from magnum_lib.units import format_size, parse_bandwidth, parse_duration, parse_interconnect, parse_size
 

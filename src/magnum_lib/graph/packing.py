@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive, excerpt
 from magnum_lib.engine.distributions import to_ns
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, excerpt
 from magnum_lib.graph import packing_ref as _ref  # the bounds both kernels enforce
 from magnum_lib.graph.manifest import Manifest
 from magnum_lib.graph.reserve import layer_timing, transfer_ns

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.kernel_args import int_array, int_scalar
+from magnum_lib.base.kernel_args import int_array, int_scalar
 
 #: Every time the packer computes (a start, an end, a transfer's end) stays below this
 #: many ns (146 years), far inside int64: checked before the loop runs.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.graph.packing import make_inference_graphs
 from magnum_lib.hardware import Catalog, default_catalog
 

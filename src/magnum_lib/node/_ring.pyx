@@ -11,7 +11,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 from magnum_lib._typedefs cimport intp_t
 
-from magnum_lib.engine.errors import check_int
+from magnum_lib.base.validate import check_int
 from magnum_lib.node.ring_ref import MAX_CAPACITY, check_array, check_capacity, check_timeout
 
 

@@ -18,7 +18,7 @@ returns a frozen dataclass (``to_dict()`` for JSON) and a closed form to check i
   vector, the kernel behind the "decisions per second" benchmark.
 
 Every function is seeded (same seed, same result on both backends) and validates its
-arguments, raising :class:`~magnum_lib.engine.errors.ParameterError` (a ``ValueError``)
+arguments, raising :class:`~magnum_lib.base.validate.ParameterError` (a ``ValueError``)
 that names the bad parameter.
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.engine import metrics
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.node import balance_ref
 from magnum_lib.node.balance_ref import TAIL_LEVELS
 

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from magnum_lib._backend import backend as active_backend
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.engine.distributions import NS_PER_S
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.units import parse_duration
 
 __all__ = ["Workload", "make_workload", "mixed_workload", "dispatch", "DispatchResult",

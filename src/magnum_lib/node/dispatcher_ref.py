@@ -29,7 +29,7 @@ from collections import deque
 
 import numpy as np
 
-from magnum_lib.engine.kernel_args import int_array, int_scalar
+from magnum_lib.base.kernel_args import int_array, int_scalar
 
 NO_HORIZON = 2**62  # "run until every request is done"
 # Kernel bounds (the public dispatch() checks tighter ones first). With arrivals and the

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.kernel_args import int_array, int_scalar
+from magnum_lib.base.kernel_args import int_array, int_scalar
 
 MAX_EXPECTED_NS = 2**42   # ~73 min: expected x factor_milli stays below 2^62
 MAX_FACTOR_MILLI = 10**6  # a hedge factor of at most 1000

@@ -34,7 +34,7 @@ import numpy as np
 from scipy import integrate, optimize, stats
 
 from magnum_lib import _backend
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, parse_param
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive, parse_param
 from magnum_lib.node.hedge_rule_ref import sends_copy
 from magnum_lib.units import parse_duration
 

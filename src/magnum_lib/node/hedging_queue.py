@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnum_lib._backend import backend as active_backend
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.engine import EventHeap
 from magnum_lib.engine.distributions import to_ns
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.node.hedging import LatencyDist, TailLatency, _duration_s, _percentile, latency_dist, tail_latency
 
 __all__ = ["QueueHedgeResult", "simulate_hedging_queue", "run_pool"]

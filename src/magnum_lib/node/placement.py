@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive, excerpt
 from magnum_lib.engine.distributions import NS_PER_S, to_ns
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive, excerpt
 from magnum_lib.hardware import UnknownAcceleratorError, cost_matrix, default_catalog
 from magnum_lib.units import parse_duration
 

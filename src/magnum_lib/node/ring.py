@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from magnum_lib._backend import pick
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.node.ring_ref import MAX_CAPACITY, check_capacity, check_timeout
 
 __all__ = ["RingBuffer", "TransferResult", "transfer", "time_two_threads", "MAX_CAPACITY",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import time
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 
 #: Largest accepted capacity: 2**24 slots of 8 bytes = 128 MiB (a teaching kit, not a database).
 MAX_CAPACITY = 2**24

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, excerpt
+from magnum_lib.base.validate import ParameterError, excerpt
 
 INF = math.inf
 

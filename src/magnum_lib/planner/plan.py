@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice
+from magnum_lib.base.validate import ParameterError, check_choice
 from magnum_lib.planner import assignment_placement
 from magnum_lib.planner.classes import ClassCosts, Classes, article_class_scores, build_classes, class_costs, unroll
 from magnum_lib.planner.flow import class_penalty, flow_node_classes, lp_node_classes

@@ -32,7 +32,7 @@ import numbers
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 __all__ = ["article_score", "placement_cost", "check_weight", "DEFAULT_WEIGHT"]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.cluster import build_cluster
-from magnum_lib.engine.errors import ParameterError, check_int
 
 __all__ = ["Snapshot", "make_snapshot", "draw_free", "ANY_TYPE", "BANDWIDTH_TIERS_GBPS", "COMM_LEVELS_GB",
            "NODE_STATE_SHARES"]

@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 from scipy.stats import binom
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.planner.snapshot import NODE_STATE_SHARES, Snapshot, draw_free
 
 __all__ = ["simulate_hint_validity", "expected_hint_validity"]

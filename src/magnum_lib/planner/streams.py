@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.planner.snapshot import Snapshot
 
 __all__ = ["stream_hints", "jobs_for_devices"]

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.regional.lease import as_ns
 from magnum_lib.regional.scheduler import POLICIES, RegionalScheduler, StaleView
 from magnum_lib.regional.validator import DEFAULT_CHECKPOINT_BANDWIDTH, NodeState

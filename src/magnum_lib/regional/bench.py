@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from magnum_lib import _backend
-from magnum_lib.engine.errors import check_int
+from magnum_lib.base.validate import check_int
 from magnum_lib.regional.scheduler import RegionalScheduler, StaleView
 from magnum_lib.regional.validator import NodeState
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from magnum_lib import _backend
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.regional.lease import as_ns
 
 __all__ = ["POLICIES", "ContentionResult", "simulate_contention", "birthday_bound",

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.cluster import Cluster
-from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.units import parse_interconnect
 

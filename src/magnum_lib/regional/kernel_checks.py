@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.kernel_args import int_scalar
+from magnum_lib.base.kernel_args import int_scalar
 
 # Row layouts, as in validator_ref (kept here too: this module imports only the engine).
 L_NODE, L_TYPE, L_COUNT, L_MEM, L_IC, L_EXPIRY, L_PRIO, L_JOB = range(8)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import asdict, dataclass, replace
 
-from magnum_lib.engine.errors import ParameterError, check_int, excerpt, parse_param
+from magnum_lib.base.validate import ParameterError, check_int, excerpt, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.units import parse_duration, parse_interconnect, parse_size
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.regional.lease import Lease, LeaseIds, as_ns
 from magnum_lib.regional.validator import NodeState, kernels, pack_rows
 

@@ -62,7 +62,7 @@ from pathlib import Path
 
 import filelock
 
-from magnum_lib.engine.errors import ParameterError, check_int, excerpt, parse_param
+from magnum_lib.base.validate import ParameterError, check_int, excerpt, parse_param
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.regional.default_region import DEFAULT_REGION_NAME, NodeSpec, default_region, interconnect_satisfies
 from magnum_lib.regional.lease import Lease, LeaseIds

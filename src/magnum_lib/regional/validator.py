@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from magnum_lib import _backend
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.hardware import Catalog, default_catalog
 from magnum_lib.regional import validator_ref as _ref
 from magnum_lib.units import INTERCONNECTS, parse_bandwidth, parse_interconnect

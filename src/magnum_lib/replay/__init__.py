@@ -67,7 +67,7 @@ import time
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.replay.api import Decision, JobView, OracleError, Plan, Policy, PolicyError, View, as_policy
 from magnum_lib.replay.budget import DEFAULT_MAX_MEMORY, DEFAULT_MAX_WALL_S, check_budget, estimate
 from magnum_lib.replay.cluster import ReplayCluster, check_replay_inputs

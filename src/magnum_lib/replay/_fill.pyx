@@ -8,7 +8,7 @@ lexsort does.
 """
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 DEF FULL = 1000
 

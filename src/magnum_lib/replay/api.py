@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, excerpt
+from magnum_lib.base.validate import ParameterError, excerpt
 
 __all__ = ["Policy", "PolicyError", "OracleError", "Decision", "View", "JobView", "JobsView", "Plan",
            "as_policy", "is_oracle", "policy_inputs"]

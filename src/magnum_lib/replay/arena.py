@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 __all__ = ["leaderboard", "philly_slices"]
 

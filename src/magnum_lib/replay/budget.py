@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 
 __all__ = ["ReplayEstimate", "estimate", "check_budget", "DEFAULT_MAX_MEMORY", "DEFAULT_MAX_WALL_S",
            "GENERATE_JOB_S"]

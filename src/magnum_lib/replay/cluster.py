@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.replay.jobs import ReplayJobs
 
 __all__ = ["ReplayCluster"]

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, excerpt
+from magnum_lib.base.validate import ParameterError, excerpt
 from magnum_lib.replay import placement as _placement
 from magnum_lib.replay.api import JobView, PolicyError, View, normalize, policy_inputs
 
@@ -204,7 +204,7 @@ def call(name, what, method, *args):
 
 def check_fits(jobs, cluster):
     """Raise ParameterError if some job can never run on the cluster (before any work)."""
-    from magnum_lib.engine.errors import ParameterError
+    from magnum_lib.base.validate import ParameterError
 
     largest = np.array([cluster.gpus_of_type(t) for t in range(len(cluster.type_names))])
     for j in np.flatnonzero(jobs.num_gpus > largest.max()).tolist()[:1]:

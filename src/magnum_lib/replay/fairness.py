@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_positive
+from magnum_lib.base.validate import ParameterError, check_positive
 from magnum_lib.replay.api import Policy
 from magnum_lib.replay.policies import _give_in_order
 

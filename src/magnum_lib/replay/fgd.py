@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import check_int
+from magnum_lib.base.validate import check_int
 from magnum_lib.replay.api import Policy
 
 __all__ = ["FGD", "workload_classes", "fragmentation", "node_grid", "fgd_place"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int
+from magnum_lib.base.validate import ParameterError, check_choice, check_int
 from magnum_lib.replay import fill_ref as _fill_ref
 from magnum_lib.replay.cluster import ReplayCluster, check_replay_inputs
 from magnum_lib.replay.fgd import node_grid, workload_classes

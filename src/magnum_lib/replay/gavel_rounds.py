@@ -90,7 +90,7 @@ import random
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_positive
+from magnum_lib.base.validate import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy
 
 __all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, excerpt
+from magnum_lib.base.validate import ParameterError, excerpt
 
 __all__ = ["ReplayJobs", "make_jobs"]
 

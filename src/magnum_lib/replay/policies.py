@@ -31,7 +31,7 @@ with it, not in the table above): :mod:`magnum_lib.replay.gavel_rounds`.
 """
 from __future__ import annotations
 
-from magnum_lib.engine.errors import ParameterError, check_choice, excerpt
+from magnum_lib.base.validate import ParameterError, check_choice, excerpt
 from magnum_lib.replay.api import Policy
 
 __all__ = ["FifoStrict", "FifoSkip", "SJF", "SRTF", "TiresiasLAS"]

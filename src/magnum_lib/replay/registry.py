@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from types import MappingProxyType
 
-from magnum_lib.engine.errors import check_choice
+from magnum_lib.base.validate import check_choice
 from magnum_lib.replay.api import Policy
 from magnum_lib.replay.fairness import FinishTimeFairness, GavelMaxMin
 from magnum_lib.replay.fgd import FGD

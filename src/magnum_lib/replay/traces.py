@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int, check_positive, excerpt
+from magnum_lib.base.validate import ParameterError, check_int, check_positive, excerpt
 from magnum_lib.replay.jobs import make_jobs
 
 __all__ = ["philly_jobs", "tiresias_jobs", "alibaba_pods", "gavel_jobs", "sample_jobs", "TRACES"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_positive
+from magnum_lib.base.validate import ParameterError, check_positive
 from magnum_lib.serving.serve_ref import DONE, REFUSED, ServingResult, simulate
 
 __all__ = ["PERCENTILES", "latencies", "kv_utilization", "summarize", "distserve_goodput"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from magnum_lib._resources import data_path
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 
 __all__ = ["DTYPE_BYTES", "ModelSpec", "ModelCatalog", "load_models", "default_models", "get_model"]
 

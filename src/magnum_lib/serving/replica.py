@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from magnum_lib.engine.errors import ParameterError, check_int, excerpt
+from magnum_lib.base.validate import ParameterError, check_int, excerpt
 from magnum_lib.hardware import Accelerator, default_catalog
 from magnum_lib.serving.models import ModelSpec, get_model
 from magnum_lib.units import Interconnect, parse_interconnect

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int, check_positive
+from magnum_lib.base.validate import ParameterError, check_int, check_positive
 
 __all__ = ["ServingRequests", "MAX_TOKENS", "generate_requests"]
 

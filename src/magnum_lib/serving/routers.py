@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numbers
 
-from magnum_lib.engine.errors import ParameterError, check_choice, excerpt
+from magnum_lib.base.validate import ParameterError, check_choice, excerpt
 
 __all__ = ["Router", "RouterError", "RoundRobin", "LeastOutstanding", "PowerOfTwo", "PrefixAware",
            "ROUTERS", "make_router", "checked_route"]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_choice, check_int, check_positive
+from magnum_lib.base.validate import ParameterError, check_choice, check_int, check_positive
 from magnum_lib.serving.kvcache import KVPool
 from magnum_lib.serving.replica import ReplicaSpec
 from magnum_lib.serving.requests import ServingRequests

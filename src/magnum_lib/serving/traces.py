@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from magnum_lib.engine.errors import check_choice, excerpt
+from magnum_lib.base.validate import check_choice, excerpt
 from magnum_lib.serving.requests import MAX_TOKENS, ServingRequests
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload.traces import read_regular_file, trace_path

@@ -16,7 +16,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.sim.config import SimConfig
 
 __all__ = ["RunEstimate", "estimate", "check_budget", "DEFAULT_MAX_MEMORY", "DEFAULT_MAX_WALL_S"]

@@ -2,7 +2,7 @@
 
 Every knob of :class:`SimConfig` is in base units at the API (seconds, bytes/s,
 fractions); :func:`check_config` checks each range and raises
-:class:`~magnum_lib.engine.errors.ParameterError` naming it. Presets are plain dicts of
+:class:`~magnum_lib.base.validate.ParameterError` naming it. Presets are plain dicts of
 overrides so that the CLI and the notebooks can show exactly what each one changes.
 
 Scheduling work costs (``c_round_s``, ``c_decision_s``, ``c_node_s``, ``c_validate_s``) are
@@ -25,7 +25,7 @@ import math
 import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from magnum_lib.engine.errors import ParameterError, excerpt
+from magnum_lib.base.validate import ParameterError, excerpt
 
 __all__ = ["RequestClass", "DEFAULT_CLASSES", "SimConfig", "CLUSTERS", "PRESETS", "EVOLUTION",
            "make_config", "check_config"]

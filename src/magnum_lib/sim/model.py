@@ -238,7 +238,7 @@ class RegionLayout:
         for c in range(C):
             ok = np.isfinite(times[c])[node_type] & self.graph_ok[c]
             if not ok.any():
-                from magnum_lib.engine.errors import ParameterError
+                from magnum_lib.base.validate import ParameterError
                 if np.isfinite(times[c])[node_type].any():
                     raise ParameterError("graph_tenants", f"leaves no node where class {cfg.classes[c].name!r}'s "
                                                           f"static graph fits (pre_reserve)")
@@ -370,7 +370,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
     arr = _arrivals(cfg, rate, rng)
     R = arr.size
     if R >= 2**30 - 1 or C > 127:  # the per-copy arrays hold copy ids (2 per request) in int32, classes in int8
-        from magnum_lib.engine.errors import ParameterError
+        from magnum_lib.base.validate import ParameterError
         raise ParameterError("duration_s" if C <= 127 else "classes",
                              f"gives {R} requests and {C} classes; at most 2^30 - 2 and 127")
     from magnum_lib.workload import categorical
@@ -548,7 +548,7 @@ def plan_hints(snaps: list, seed: int, t_ns: int = 0) -> list:
     from magnum_lib.planner.streams import stream_hints
     keys = snaps[0]["type_keys"]
     if any(sn["type_keys"] != keys for sn in snaps):
-        from magnum_lib.engine.errors import ParameterError
+        from magnum_lib.base.validate import ParameterError
         raise ParameterError("mix", "regions of one plan must have the same device types")
     sizes = [len(sn["free"]) for sn in snaps]
     offs = np.concatenate([[0], np.cumsum(sizes)])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.gossip import theory
 from magnum_lib.gossip.dissemination import DisseminationResult, StalenessResult, default_warmup, simulate, staleness
 from magnum_lib.gossip.live import LiveResult, run_live

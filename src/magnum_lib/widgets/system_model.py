@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.checks.system import consistent_wait_ms, per_node_lock_knobs  # noqa: F401 (re-exported)
-from magnum_lib.engine.errors import ParameterError, check_int
 from magnum_lib.regional import hashing
 from magnum_lib.sim import EVOLUTION, PRESETS, SimConfig, make_config, run_config, simulate
 

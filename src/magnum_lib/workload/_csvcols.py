@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 
 
 class Columns:

@@ -6,8 +6,8 @@ import numbers
 
 import numpy as np
 
+from magnum_lib.base.validate import excerpt
 from magnum_lib.engine.distributions import to_ns  # the package-wide conversion (re-exported)
-from magnum_lib.engine.errors import excerpt
 
 #: The longest time a workload or trace may state, seconds (about 31.7 years): a submit
 #: time plus a duration then stays far inside int64 nanoseconds (9.2e9 s).

@@ -97,7 +97,7 @@ def fetch(dest, base_url: str | None = None, progress: bool = True, files=None) 
         wanted = set(files)
         unknown = wanted - {r.file for r in rows}
         if unknown:
-            from magnum_lib.engine.errors import ParameterError
+            from magnum_lib.base.validate import ParameterError
 
             raise ParameterError("files", f"not in the manifest: {', '.join(sorted(unknown))}")
         rows = [r for r in rows if r.file in wanted]

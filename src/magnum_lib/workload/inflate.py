@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.engine.errors import ParameterError, check_int
+from magnum_lib.base.validate import ParameterError, check_int
 
 __all__ = ["inflate_index", "inflate"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from magnum_lib._resources import data_path
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS, rng_from, to_ns
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from magnum_lib.engine.errors import excerpt
+from magnum_lib.base.validate import excerpt
 from magnum_lib.workload._csvcols import read_columns
 from magnum_lib.workload._validate import MAX_GPUS, MAX_SECONDS
 from magnum_lib.workload.jobs import Workload

@@ -1,4 +1,4 @@
-"""The error the engine raises for a bad parameter, so callers can name it their way.
+"""Input checks at the Python boundary, and the error they raise (below every layer).
 
 ``ParameterError`` is a ``ValueError`` whose message reads ``"<name> <detail>"``; it also
 keeps ``name`` and ``detail`` apart so the CLI can print ``--arrival-rate <detail>``

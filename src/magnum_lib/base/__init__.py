@@ -1,0 +1,8 @@
+"""The base layer, below every other: primitives each layer needs and may not copy.
+
+``validate``     input checks and :class:`~magnum_lib.base.validate.ParameterError`
+``kernel_args``  argument checks shared by the compiled kernels' wrappers and references
+
+The import rule (docs/ARCHITECTURE.md) lets every package import ``base``; ``base``
+imports nothing of ``magnum_lib``.
+"""
