@@ -90,6 +90,22 @@ class _StoreTrueOnce(_StoreConstOnce):
         super().__init__(option_strings, dest, const=True, default=default, required=required, help=help, **kwargs)
 
 
+class _Choice:
+    """An argparse ``type`` that converts with ``convert`` (if any), then refuses a value
+    outside ``choices`` with an excerpt of it and the accepted values."""
+
+    def __init__(self, choices, convert=None):
+        self.choices, self.convert = choices, convert
+        self.__name__ = getattr(convert, "__name__", "value")  # argparse names the type in messages
+
+    def __call__(self, text):
+        value = self.convert(text) if self.convert is not None else text
+        if value not in self.choices:
+            accepted = ", ".join(repr(c) for c in self.choices)
+            raise argparse.ArgumentTypeError(f"invalid choice: {excerpt(value)} (choose from {accepted})")
+        return value
+
+
 _ARGUMENT = re.compile(r"^argument ([^\s/:]+)(?:/[^\s:]+)*: ", re.S)
 
 
@@ -114,11 +130,12 @@ class Parser(argparse.ArgumentParser):
             self.error(f"unrecognized arguments: {shown}")
         return args
 
-    def _check_value(self, action, value):
-        # argparse's own message reprs the whole value; show an excerpt.
-        if action.choices is not None and value not in action.choices:
-            accepted = ", ".join(repr(c) for c in action.choices)
-            raise argparse.ArgumentError(action, f"invalid choice: {excerpt(value)} (choose from {accepted})")
+    def add_argument(self, *args, **kwargs):
+        # argparse's own "invalid choice" message reprs the whole value (a 100 kB value
+        # becomes a 100 kB line): the flag's type refuses it first, with an excerpt.
+        if kwargs.get("choices") is not None:
+            kwargs["type"] = _Choice(kwargs["choices"], kwargs.get("type"))
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message):
         # argparse prints the usage block and then the error; we want one line, naming the flag
