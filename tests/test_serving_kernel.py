@@ -3,7 +3,6 @@ every per-request time, every counter and the KV samples equal, on seeded inputs
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from magnum_lib.serving import Router, ServingRequests, generate_requests, make_replica, serve_ref, summarize
 from magnum_lib.serving.loop import kernel, simulate

@@ -35,7 +35,7 @@ import numpy as np
 
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_peek, heap_pop, heap_push
 from magnum_lib.serving import routers as _routers
-from magnum_lib.serving import serve_ref as _ref
+from magnum_lib.serving import serve_ref as _reference
 
 __all__ = ["run_checked", "runs_in_kernel"]
 
@@ -654,7 +654,7 @@ cdef class _Kernel:
 
     cdef int64_t _admit(self, int64_t i, int64_t r, int64_t budget) noexcept nogil:
         """Admit the head of replica ``i``'s line if its pages can be had; its first chunk, or 0."""
-        cdef int64_t m = 0, base, before, c, want, need, in_lru = 0, k, e, hb0
+        cdef int64_t m = 0, base, before, c, want, need, in_lru = 0, k, hb0
         if self.host[r] != NO_HOST:
             base = self.computed[r]
         else:
@@ -889,7 +889,7 @@ def run_checked(args, bar=None):
 
     A router that is not one of the four built-in classes runs on the readable loop."""
     if not runs_in_kernel(args.router):
-        return _ref.run_checked(args, bar)
+        return _reference.run_checked(args, bar)
     k = _Kernel(args)
     step = 4096 if bar is not None else (1 << 62)
     pause = step
@@ -900,4 +900,4 @@ def run_checked(args, bar=None):
     if bar is not None:
         bar.update(k.next_arrival - bar.n)
     arrays, counters = k.result_arrays()
-    return _ref.make_result(args, arrays, counters, k.t_last, k.area)
+    return _reference.make_result(args, arrays, counters, k.t_last, k.area)
