@@ -14,12 +14,20 @@ from magnum_lib.serving.replica import ReplicaSpec
 from magnum_lib.serving.requests import ServingRequests
 from magnum_lib.serving.serve_ref import ServingResult, check_args, progress_bar
 
-__all__ = ["simulate", "kernel"]
+__all__ = ["simulate", "kernel", "uses_kernel"]
 
 
 def kernel():
     """The module that runs a checked run: ``magnum_lib.serving._serve`` or ``serve_ref``."""
     return _backend.pick("magnum_lib.serving._serve", "magnum_lib.serving.serve_ref")
+
+
+def uses_kernel(router) -> bool:
+    """True when a run with ``router`` (a name, class or object) would run the compiled kernel."""
+    from magnum_lib.serving.routers import make_router
+
+    mod = kernel()
+    return mod.__name__.endswith("._serve") and mod.runs_in_kernel(make_router(router))
 
 
 def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int = 1, batching: str = "continuous",
