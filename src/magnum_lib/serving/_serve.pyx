@@ -27,7 +27,7 @@ round to the same nanosecond.
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport ceil, pow
 from libc.stdint cimport UINT32_MAX, int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memset
 from numpy.random cimport bitgen_t
 
@@ -79,6 +79,11 @@ cdef double NS = 1e9
 def runs_in_kernel(router) -> bool:
     """True for the built-in routers (exact classes); a plug-in runs on the readable loop."""
     return type(router) in _ROUTER_CODES
+
+
+cdef int _by_value(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*>a)[0], y = (<const int64_t*>b)[0]
+    return (x > y) - (x < y)
 
 
 # ---------------------------------------------------------------- NumPy's bounded draws
@@ -806,7 +811,7 @@ cdef class _Kernel:
     cdef bint _run(self, int64_t horizon, int64_t pause_at) noexcept nogil:
         """Run until the end or the horizon (True), or pause after the instant at which
         ``pause_at`` arrivals have been handled (False)."""
-        cdef int64_t t, ht, payload, x, i, j, key, nd
+        cdef int64_t t, ht, payload, x, i, j, nd
         while not self.oom:
             t = INF
             if heap_peek(&self.heap, &ht, &payload):
@@ -836,13 +841,8 @@ cdef class _Kernel:
                     self.dirty_list[nd] = x
                     nd += 1
                 self.next_arrival += 1
-            for i in range(1, nd):  # lowest index first (insertion sort: few replicas per instant)
-                key = self.dirty_list[i]
-                j = i - 1
-                while j >= 0 and self.dirty_list[j] > key:
-                    self.dirty_list[j + 1] = self.dirty_list[j]
-                    j -= 1
-                self.dirty_list[j + 1] = key
+            if nd > 1:  # lowest index first
+                qsort(&self.dirty_list[0], nd, sizeof(int64_t), _by_value)
             for j in range(nd):
                 i = self.dirty_list[j]
                 self.dirty[i] = 0
