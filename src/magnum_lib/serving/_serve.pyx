@@ -891,7 +891,8 @@ def run_checked(args, bar=None):
     if not runs_in_kernel(args.router):
         return _reference.run_checked(args, bar)
     k = _Kernel(args)
-    step = 4096 if bar is not None else (1 << 62)
+    # pause every so many arrivals: the bar moves, and Ctrl-C is seen between two stretches
+    step = 4096 if bar is not None else 65536
     pause = step
     while not k.run(args.horizon_ns, pause):
         if bar is not None:
