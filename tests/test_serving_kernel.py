@@ -173,3 +173,12 @@ def test_random_small_traces_give_equal_runs(reqs, cfg):
               token_budget=cfg["token_budget"], prefix_cache=cfg["prefix"], router=cfg["router"],
               replicas=cfg["replicas"], disaggregate=cfg["disaggregate"], seed=3)
     assert_same(*both(reqs, spec, **kw))
+
+
+def test_no_requests_and_one_request():
+    e = np.zeros(0, np.int64)
+    none = ServingRequests(e, e, e, np.zeros(1, np.int64), e.copy(), HB)
+    one = shared_prefix_requests(n=1)
+    for reqs in (none, one):
+        ref, fast = both(reqs, make_replica(), router="prefix-aware", batching="chunked")
+        assert_same(ref, fast)
