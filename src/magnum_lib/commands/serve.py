@@ -78,7 +78,8 @@ def add(subparsers) -> None:
     p.add_argument("--router-file", metavar="FILE.py:NAME", type=Text(r"[^\x00-\x1f]+\.py:[A-Za-z_]\w*",
                                                                       "FILE.py:NAME", max_chars=4096,
                                                                       example="r.py:R"),
-                   help="your router (a Router class or an object with route(view, request)) instead")
+                   help="your router (a Router class or an object with route(view, request)) instead; "
+                        "it runs on the readable Python loop")
     p.add_argument("--slo-ttft", default="2s", metavar="D", type=Duration(1000, _HOUR_NS),
                    help="time-to-first-token SLO (default: 2s)")
     p.add_argument("--slo-tpot", default="100ms", metavar="D", type=Duration(1000, _HOUR_NS),
