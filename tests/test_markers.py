@@ -26,7 +26,7 @@ MUST_DRIVE_KERNELS = [
     "test_kernel_boundaries.py", "test_graph_packing_bounds.py", "test_planner_scipy_suite.py",
     "test_sim_core.py", "test_replay_parity.py", "test_replay_core.py", "test_sim_layer_parity.py",
     "test_replay_fill.py", "test_graph_pack_reserve_agree.py", "test_replay_gavel_fast.py",
-    "test_node_dispatch_rules.py", "test_node_hedging_queue.py", "test_sim_clock.py",
+    "test_node_dispatch_rules.py", "test_node_hedging_queue.py", "test_sim_clock.py", "test_serving_kernel.py",
 ]
 
 

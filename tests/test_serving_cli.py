@@ -2,7 +2,7 @@
 import pytest
 
 from magnum_lib.cli import main
-from tests.conftest import cli_json, replaced
+from tests.conftest import cli_json, import_compiled, replaced
 
 pytestmark = pytest.mark.needs_traces
 BASE = ["serve", "--trace", "azure-code", "--requests", "60", "--model", "llama3_8b", "--tp", "1", "--replicas", "2"]
@@ -57,3 +57,25 @@ def test_model_choices_are_the_catalogs_names(capsys):
     cat = default_models()
     assert set(_MODELS) == {n for k in cat for n in (k, *cat[k].aliases)}
     assert cli_json(capsys, replaced(BASE, ["--model", "llama3-8b"]))["model"] == "llama3_8b"
+
+
+def test_the_compiled_loop_runs_and_gives_the_reference_figures(capsys, monkeypatch):
+    import_compiled("magnum_lib.serving._serve")
+    fast = cli_json(capsys, BASE + ["--router", "power-of-two", "--batching", "chunked"])
+    monkeypatch.setenv("MAGNUM_PUREPYTHON", "1")
+    slow = cli_json(capsys, BASE + ["--router", "power-of-two", "--batching", "chunked"])
+    assert (fast["loop"], slow["loop"]) == ("compiled", "python")
+    drop = ("wall_s", "loop")
+    assert {k: v for k, v in fast.items() if k not in drop} == {k: v for k, v in slow.items() if k not in drop}
+
+
+def test_a_long_run_says_its_estimate_first(capsys, monkeypatch):
+    from magnum_lib.serving import budget
+
+    monkeypatch.setenv("MAGNUM_PUREPYTHON", "1")
+    monkeypatch.setattr(budget, "REFERENCE_ITERATION_S", 1.0)  # as if each iteration took a second
+    assert main(BASE + ["--json"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("serve: at most about ") and "on the readable Python loop" in err and err.count("\n") == 1
+    monkeypatch.setattr(budget, "REFERENCE_ITERATION_S", 1e-5)
+    cli_json(capsys, BASE)  # a short run says nothing (cli_json demands a silent stderr)

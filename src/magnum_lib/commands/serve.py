@@ -78,7 +78,8 @@ def add(subparsers) -> None:
     p.add_argument("--router-file", metavar="FILE.py:NAME", type=Text(r"[^\x00-\x1f]+\.py:[A-Za-z_]\w*",
                                                                       "FILE.py:NAME", max_chars=4096,
                                                                       example="r.py:R"),
-                   help="your router (a Router class or an object with route(view, request)) instead")
+                   help="your router (a Router class or an object with route(view, request)) instead; "
+                        "it runs on the readable Python loop")
     p.add_argument("--slo-ttft", default="2s", metavar="D", type=Duration(1000, _HOUR_NS),
                    help="time-to-first-token SLO (default: 2s)")
     p.add_argument("--slo-tpot", default="100ms", metavar="D", type=Duration(1000, _HOUR_NS),
@@ -122,6 +123,13 @@ def _run_serve(args) -> int:
         reqs = load_trace(args.trace, path=args.trace_file, rate_scale=args.rate_scale).head(args.requests)
     except (ValueError, FileNotFoundError) as exc:
         raise ParameterError("trace_file" if args.trace_file else "trace", str(exc)) from None
+    from magnum_lib.serving.budget import estimate
+    from magnum_lib.serving.loop import uses_kernel
+
+    fast = uses_kernel(router)
+    est = estimate(reqs, args.batching, args.token_budget, compiled=fast)
+    if est.wall_s >= 5:  # a long run: say so before it starts
+        print(f"serve: {est.describe()}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     res = simulate(reqs, spec, replicas=args.replicas, batching=args.batching, max_batch=args.max_batch,
                    token_budget=args.token_budget, preemption=args.preemption,
@@ -129,7 +137,8 @@ def _run_serve(args) -> int:
                    seed=args.seed, progress=sys.stderr.isatty() and len(reqs) > 5000)
     out = summarize(res, _seconds("slo_ttft", args.slo_ttft), _seconds("slo_tpot", args.slo_tpot))
     out.update(trace=args.trace, model=spec.model.key, device=spec.device.key, tp=spec.tp,
-               kv_blocks=spec.kv_blocks, wall_s=round(time.perf_counter() - t0, 3))
+               kv_blocks=spec.kv_blocks, wall_s=round(time.perf_counter() - t0, 3),
+               loop="compiled" if fast else "python")
     if args.json:
         print(json.dumps(out))
         return 0
@@ -151,7 +160,7 @@ def _run_serve(args) -> int:
         ("KV use", f"mean {out['kv_utilization']['mean']:.1%}, peak {out['kv_utilization']['peak']:.1%}"),
         ("energy", f"{out['energy_j_per_token']:.4g} J per output token (busy x TDP)"
                    if out["energy_j_per_token"] else "n/a"),
-        ("wall time", f"{out['wall_s']:.3f} s (readable Python loop)"),
+        ("wall time", f"{out['wall_s']:.3f} s ({'compiled' if fast else 'readable Python'} loop)"),
     ]
     print_table(rows)
     return 0

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from magnum_lib.base.validate import ParameterError, check_positive
-from magnum_lib.serving.serve_ref import DONE, REFUSED, ServingResult, simulate
+from magnum_lib.serving.loop import simulate
+from magnum_lib.serving.serve_ref import DONE, REFUSED, ServingResult
 
 __all__ = ["PERCENTILES", "latencies", "kv_utilization", "summarize", "distserve_goodput"]
 

@@ -13,6 +13,10 @@ The answer is checked before it is used: anything but one of ``view.candidates``
 :class:`RouterError` naming the router and the value, and an exception inside ``route``
 is re-raised as a RouterError naming the router.
 
+The compiled loop (``serving/_serve.pyx``) runs the four built-in routers itself; a
+router of your own (or a subclass of a built-in one) runs on the readable loop
+(``serve_ref``), whatever the backend: same results, Python's speed.
+
 Built in (:data:`ROUTERS`): ``round-robin``; ``least-outstanding`` (fewest tokens still to
 process, prefill and decode, ties to the lowest index); ``power-of-two`` (two distinct
 candidates drawn from the run's seeded generator, the one with fewer outstanding tokens,

@@ -51,7 +51,7 @@ from magnum_lib.serving.replica import ReplicaSpec
 from magnum_lib.serving.requests import ServingRequests
 from magnum_lib.serving.routers import checked_route, make_router
 
-__all__ = ["BATCHING", "PREEMPTION", "ServingResult", "simulate"]
+__all__ = ["BATCHING", "PREEMPTION", "ServingResult", "RunArgs", "check_args", "make_result", "run_checked", "simulate"]
 
 NS = 1_000_000_000
 BATCHING = ("static", "continuous", "chunked")
@@ -157,8 +157,6 @@ class _Sim:
         self.budget = budget if batching == "chunked" else 1 << 62
         self.bs, self.hb = spec.block_size, reqs.hash_block
         self.prefix = prefix and reqs.hash_ptr is not None
-        if self.prefix and self.hb % self.bs:
-            raise ParameterError("block_size", f"{self.bs} must divide the trace's hash block ({self.hb} tokens)")
         ppe = self.hb // self.bs if self.prefix else 1
         roles = ["prefill"] * n_prefill + ["decode"] * (n_rep - n_prefill) if n_prefill else ["both"] * n_rep
         self.reps = [_Rep(i, role, spec.kv_blocks, ppe) for i, role in enumerate(roles)]
@@ -446,16 +444,37 @@ class _Sim:
         return t_last, area
 
 
-def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int = 1, batching: str = "continuous",
-             max_batch: int = 256, token_budget: int = 512, preemption: str = "recompute",
-             prefix_cache: bool = True, disaggregate: tuple | None = None, router="round-robin",
-             seed: int = 0, horizon_s: float | None = None, progress: bool | None = None) -> ServingResult:
-    """Serve ``requests`` on ``replicas`` copies of ``replica`` (see the module docstring).
+@dataclass(frozen=True, eq=False)
+class RunArgs:
+    """A run's checked inputs (:func:`check_args`), the same for both forms of the loop."""
 
-    ``disaggregate=(P, D)`` splits ``P + D`` replicas (``replicas`` is then ignored);
-    ``horizon_s`` stops the run at that simulated time (later events are left undone);
-    ``progress``: a tqdm bar over arrivals (None: only for more than 20,000 requests).
-    """
+    requests: ServingRequests
+    replica: ReplicaSpec
+    n_rep: int
+    n_prefill: int
+    batching: str
+    max_batch: int
+    token_budget: int
+    preemption: str
+    prefix_cache: bool
+    router: object
+    seed: int
+    horizon_ns: int
+
+    @property
+    def prefix(self) -> bool:
+        """The prefix cache is on and the trace has block hashes."""
+        return self.prefix_cache and self.requests.hash_ptr is not None
+
+    @property
+    def pages_per_entry(self) -> int:
+        return self.requests.hash_block // self.replica.block_size if self.prefix else 1
+
+
+def check_args(requests, replica, *, replicas=1, batching="continuous", max_batch=256, token_budget=512,
+               preemption="recompute", prefix_cache=True, disaggregate=None, router="round-robin", seed=0,
+               horizon_s=None) -> RunArgs:
+    """Check :func:`simulate`'s inputs once, at the Python boundary (ParameterError naming the argument)."""
     if not isinstance(requests, ServingRequests):
         raise ParameterError("requests", f"must be a ServingRequests, got {type(requests).__name__}")
     if not isinstance(replica, ReplicaSpec):
@@ -475,27 +494,64 @@ def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int =
         n_p, n_rep = 0, check_int("replicas", replicas, 1, 4096)
     seed = check_int("seed", seed, 0, 2**63 - 1)
     horizon_ns = (1 << 62) if horizon_s is None else int(check_positive("horizon_s", horizon_s, 1e9) * NS)
-    router = make_router(router)
-    sim = _Sim(requests, replica, n_rep, n_p, batching, max_batch, token_budget, preemption, prefix_cache,
-               router, seed)
-    bar = None
-    if (len(requests) > 20_000) if progress is None else bool(progress):
-        from tqdm.auto import tqdm
+    if prefix_cache and requests.hash_ptr is not None and requests.hash_block % replica.block_size:
+        raise ParameterError("block_size", f"{replica.block_size} must divide the trace's hash block "
+                                           f"({requests.hash_block} tokens)")
+    return RunArgs(requests, replica, n_rep, n_p, batching, max_batch, token_budget, preemption, prefix_cache,
+                   make_router(router), seed, horizon_ns)
 
-        bar = tqdm(total=len(requests), desc=f"serve {sim.batching}", unit="req", leave=False)
+
+def progress_bar(args: RunArgs, progress):
+    """A tqdm bar over arrivals, or None (``progress`` None: only for more than 20,000 requests)."""
+    if not ((len(args.requests) > 20_000) if progress is None else bool(progress)):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=len(args.requests), desc=f"serve {args.batching}", unit="req", leave=False)
+
+
+def make_result(args: RunArgs, arrays: dict, counters: dict, end_ns: int, area_ns: int) -> ServingResult:
+    """The :class:`ServingResult` of a run, from its per-request and per-replica int64 arrays."""
+    n_p, router = args.n_prefill, args.router
+    return ServingResult(
+        requests=args.requests, replica=args.replica, n_replicas=args.n_rep, n_prefill=n_p, counters=counters,
+        end_ns=int(end_ns), in_system_area_ns=int(area_ns), **arrays,
+        config=dict(batching=args.batching, max_batch=args.max_batch, token_budget=args.token_budget,
+                    preemption=args.preemption, prefix_cache=args.prefix_cache,
+                    disaggregate=None if not n_p else (n_p, args.n_rep - n_p),
+                    router=getattr(router, "name", type(router).__name__), seed=args.seed))
+
+
+def run_checked(args: RunArgs, bar=None) -> ServingResult:
+    """Run the readable loop on checked inputs (``bar``: a tqdm bar or None)."""
+    sim = _Sim(args.requests, args.replica, args.n_rep, args.n_prefill, args.batching, args.max_batch,
+               args.token_budget, args.preemption, args.prefix_cache, args.router, args.seed)
+    end, area = sim.run(args.horizon_ns, bar)
+    i64 = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
+    arrays = dict(status=i64(sim.status), first_token_ns=i64(sim.first), finish_ns=i64(sim.finish),
+                  routed=i64(sim.routed), decode_replica=i64(sim.drep), prefix_hit_tokens=i64(sim.hit),
+                  preempted=i64(sim.npre), busy_ns=i64([r.busy_ns for r in sim.reps]), kv_t_ns=i64(sim.kv_t),
+                  kv_replica=i64(sim.kv_rep), kv_used=i64(sim.kv_used))
+    return make_result(args, arrays, dict(sim.c, evictions=sum(r.pool.evictions for r in sim.reps)), end, area)
+
+
+def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int = 1, batching: str = "continuous",
+             max_batch: int = 256, token_budget: int = 512, preemption: str = "recompute",
+             prefix_cache: bool = True, disaggregate: tuple | None = None, router="round-robin",
+             seed: int = 0, horizon_s: float | None = None, progress: bool | None = None) -> ServingResult:
+    """Serve ``requests`` on ``replicas`` copies of ``replica`` with the readable loop (see the
+    module docstring; :func:`magnum_lib.serving.simulate` runs the compiled kernel when built).
+
+    ``disaggregate=(P, D)`` splits ``P + D`` replicas (``replicas`` is then ignored);
+    ``horizon_s`` stops the run at that simulated time (later events are left undone);
+    ``progress``: a tqdm bar over arrivals (None: only for more than 20,000 requests).
+    """
+    args = check_args(requests, replica, replicas=replicas, batching=batching, max_batch=max_batch,
+                      token_budget=token_budget, preemption=preemption, prefix_cache=prefix_cache,
+                      disaggregate=disaggregate, router=router, seed=seed, horizon_s=horizon_s)
+    bar = progress_bar(args, progress)
     try:
-        end, area = sim.run(horizon_ns, bar)
+        return run_checked(args, bar)
     finally:
         if bar is not None:
             bar.close()
-    i64 = lambda x: np.array(x, dtype=np.int64)  # noqa: E731
-    return ServingResult(
-        requests=requests, replica=replica, n_replicas=n_rep, n_prefill=n_p, status=i64(sim.status),
-        first_token_ns=i64(sim.first), finish_ns=i64(sim.finish), routed=i64(sim.routed),
-        decode_replica=i64(sim.drep), prefix_hit_tokens=i64(sim.hit), preempted=i64(sim.npre),
-        counters=dict(sim.c, evictions=sum(r.pool.evictions for r in sim.reps)),
-        busy_ns=i64([r.busy_ns for r in sim.reps]), kv_t_ns=i64(sim.kv_t), kv_replica=i64(sim.kv_rep),
-        kv_used=i64(sim.kv_used), end_ns=int(end), in_system_area_ns=int(area),
-        config=dict(batching=batching, max_batch=max_batch, token_budget=token_budget, preemption=preemption,
-                    prefix_cache=prefix_cache, disaggregate=None if not n_p else (n_p, n_rep - n_p),
-                    router=getattr(router, "name", type(router).__name__), seed=seed))
