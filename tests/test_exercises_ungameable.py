@@ -16,6 +16,9 @@ check with the answer replaced by
 and requires every one of them to fail (an exception, as a student sees it), then runs it with
 the solution and requires it to pass. A candidate equal to the solution is skipped: an answer
 that equals a printed figure is reported by :func:`test_no_answer_is_printed_above_it`.
+
+The same run holds notebooks/INSTRUCTOR.md to what each notebook prints
+(:func:`test_the_guide_quotes_what_the_notebook_prints`).
 """
 from __future__ import annotations
 
