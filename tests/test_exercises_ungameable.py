@@ -16,6 +16,9 @@ check with the answer replaced by
 and requires every one of them to fail (an exception, as a student sees it), then runs it with
 the solution and requires it to pass. A candidate equal to the solution is skipped: an answer
 that equals a printed figure is reported by :func:`test_no_answer_is_printed_above_it`.
+
+The same run holds notebooks/INSTRUCTOR.md to what each notebook prints
+(:func:`test_the_guide_quotes_what_the_notebook_prints`).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ import nbformat
 import pytest
 
 import magnum_lib
+from tests.test_instructor import guide_misquotes, notebook_sections
 
 nbclient = pytest.importorskip("nbclient")
 from nbclient.exceptions import CellExecutionError  # noqa: E402
@@ -41,6 +45,8 @@ pytestmark = pytest.mark.skipif(magnum_lib.backend() != "compiled",
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+GUIDE = NB_DIR / "INSTRUCTOR.md"
+SOLUTIONS = NB_DIR / "solutions"
 MAX_COPIED = 60          # printed numbers tried per exercise, the closest to the solution first
 MAX_FACTOR = 1e3         # numbers further than this factor from the solution are not tried
 
@@ -242,6 +248,7 @@ def _execute(path: Path):
             if cell.cell_type == "markdown" or i not in exercise_cells:
                 seen_text.append(cell.source if cell.cell_type == "markdown" else _output_text(cell))
                 seen_cells.append(i)
+    _PRINTED[path.stem] = "\n".join(_output_text(c) for c in nb.cells if c.cell_type == "code")
 
 
 @pytest.fixture(scope="module")
@@ -257,6 +264,7 @@ def solutions_env():
 
 
 _RESULTS: dict[str, list[dict]] = {}
+_PRINTED: dict[str, str] = {}     # everything a notebook printed in that run, by notebook
 
 
 TRACE_NOTEBOOKS = ("10",)   # as in the Makefile: they read the public traces
@@ -288,6 +296,20 @@ def test_no_check_passes_a_copied_or_naive_answer(path, solutions_env):
 def test_no_answer_is_printed_above_it(path, solutions_env):
     printed = {r["name"]: r["printed_answer"] for r in _records(path) if r["printed_answer"]}
     assert not printed, f"the solution's value is printed above the exercise: {printed}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_the_guide_quotes_what_the_notebook_prints(path, solutions_env):
+    """INSTRUCTOR.md's figures for a notebook are the ones the notebook prints (or states in its
+    own text or solutions), each statistic under its own name (tests/test_instructor.py,
+    guide_misquotes)."""
+    _records(path)
+    section = notebook_sections(GUIDE.read_text(encoding="utf-8")).get(path.stem[:2], "")
+    sources = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+    sources += "".join(f.read_text(encoding="utf-8") for f in sorted(SOLUTIONS.glob(f"{path.stem[:2]}_ex*.py")))
+    bad = guide_misquotes(section, _PRINTED[path.stem], sources)
+    assert not bad, f"INSTRUCTOR.md's section for {path.name} quotes figures the notebook does not print:\n" + \
+        "\n".join(bad)
 
 
 def test_the_number_reader():

@@ -176,6 +176,15 @@ def test_the_agenda_adds_up(guide):
         times.append(int(re.search(r"\*\*Time:\*\* about (\d+) minutes", text).group(1)))
     total = sum(times)
     assert f"{total // 60} h {total % 60} min before breaks" in guide, f"the notebooks add up to {total} min"
+    stated = {nb: int(m) for _, _, _, what in rows
+              for nb, m in re.findall(r"\*\*(\d\d)\*\*[^|(]*\((?:notebook: )?~(\d+) min", what)}
+    assert stated == {p.stem[:2]: t for p, t in zip(NOTEBOOKS, times, strict=True)}, \
+        "a slot's '(~N min)' differs from its notebook's Time line"
+    teaching = sum(int(length) for _, _, length, what in rows if "break" not in what and "lunch" not in what)
+    day = re.search(r"\((\d+) h (\d+) min of teaching between (\d\d:\d\d) and (\d\d:\d\d)", guide)
+    assert day, "the guide states no length of the teaching day"
+    assert (int(day.group(1)) * 60 + int(day.group(2)), day.group(3), day.group(4)) == \
+        (teaching, rows[0][0], rows[-1][1]), f"the slots hold {teaching} min of teaching"
     listed = re.search(r'"Time" line: ([\d, and\s]+) minutes', guide).group(1)
     assert [int(x) for x in re.findall(r"\d+", listed)] == times, "the guide lists other Time lines"
 
@@ -214,3 +223,115 @@ def test_sections_and_answers_are_read_per_notebook():
     assert answer_items(sections["01"]) == [1, 2]
     assert answer_items(sections["02"]) == []
     assert "1. not an answer" not in answers_block(sections["01"]) and "**b** y" in answers_block(sections["01"])
+
+
+# The guide quotes what the notebooks print. tests/test_exercises_ungameable.py executes every
+# notebook (with its solutions) and calls guide_misquotes() with the section of the notebook and
+# the text it printed; the reader is checked on small inputs below.
+
+_FIGURE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d])")
+_NUMBER = re.compile(r"(?<!\w)(?<!\d\.)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_LABELS = ("p50", "p95", "p99.9", "p99", "mean")
+# "p99 3.91 ms", "p99.9 of 57.07 ms", "mean 2.11 ms": a statistic named just before its figure
+# (not a ratio: "cuts the p95 10.6x").
+_LABELLED = re.compile(r"\b(p50|p95|p99\.9|p99|mean)(?![.\w])(?: (?:of|is|was))? (\d[\d,]*(?:\.\d+)?)(?![\d.x])")
+# A figure the default run cannot reproduce (a wall-clock timing, a run at full size) is
+# written inside "*(timing: ...)*" or "*(full size: ...)*" and is not checked.
+_UNCHECKED = re.compile(r"\*\((?:timing|full size)\b[^)]*\)\*")
+
+
+def _significant(token: str) -> int:
+    return len(token.replace(",", "").replace(".", "").lstrip("0"))
+
+
+def _decimals(token: str) -> int:
+    return len(token.split(".")[1]) if "." in token else 0
+
+
+def printed_numbers(text: str) -> list[float]:
+    """Every number in ``text`` ("1,024" is 1024), each one x 100 (a fraction quoted as a %)
+    and a percentage / 100 (a % quoted as a fraction)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        x = float(m.group(0).replace(",", ""))
+        out += [x, x * 100] + ([x / 100] if text[m.end():m.end() + 1] == "%" else [])
+    return out
+
+
+def _renders(value: str, numbers, cache: dict) -> bool:
+    d = _decimals(value)
+    if d not in cache:
+        cache[d] = {f"{x:.{d}f}" for x in numbers}
+    return f"{float(value.replace(',', '')):.{d}f}" in cache[d]
+
+
+def _column_of(line: str, start: int, end: int) -> str:
+    """The header cell (columns split by 2+ spaces) above [start, end) of a table row."""
+    for m in re.finditer(r"\S+(?: \S+)*", line):
+        if m.start() < end and start < m.end():
+            return m.group(0)
+    return ""
+
+
+def _label_in(text: str, label: str) -> bool:
+    return re.search(rf"\b{re.escape(label)}(?![.\w])", text) is not None
+
+
+def labelled_in(printed: str, label: str, value: str) -> bool:
+    """Whether ``printed`` shows ``value`` as ``label``: after the label on a line ("p95 3.60
+    ms"), or in the column of a table whose header names the label (right-aligned columns)."""
+    d = _decimals(value)
+    want = f"{float(value.replace(',', '')):.{d}f}"
+    fits = lambda tok: f"{float(tok.replace(',', '')):.{d}f}" == want   # noqa: E731
+    lines = printed.splitlines()
+    for i, line in enumerate(lines):
+        for m in re.finditer(rf"\b{re.escape(label)}(?![.\w])\D{{0,20}}?({_NUMBER.pattern})", line):
+            if fits(m.group(1)):
+                return True
+        for m in _NUMBER.finditer(line):
+            if not fits(m.group(0)):
+                continue
+            header = next((h for h in reversed(lines[:i]) if any(_label_in(h, lb) for lb in _LABELS)), "")
+            if _label_in(_column_of(header, m.start(), m.end()), label):
+                return True
+    return False
+
+
+def guide_misquotes(section: str, printed: str, sources: str) -> list[str]:
+    """The figures of a notebook's guide section that the notebook does not show: every
+    number of 3 or more significant figures must appear (to the guide's decimals) in what the
+    notebook printed or in its own text, and a statistic named before its figure ("p99 2,560
+    ms") must be printed as that statistic. Figures inside ``*(timing ...)*`` or
+    ``*(full size ...)*`` are not checked."""
+    text = _UNCHECKED.sub("", section)
+    numbers, cache, bad = printed_numbers(printed) + printed_numbers(sources), {}, []
+    for m in _FIGURE.finditer(text):
+        tok = m.group(1)
+        if _significant(tok) >= 3 and not _renders(tok, numbers, cache):
+            bad.append(f"{tok} (…{text[max(0, m.start() - 40):m.end() + 10]}…) is printed nowhere")
+    for m in _LABELLED.finditer(text):
+        label, tok = m.group(1), m.group(2).rstrip(",")
+        if _significant(tok) >= 2 and not labelled_in(printed, label, tok):
+            bad.append(f"'{m.group(0)}': the notebook never prints {tok} as its {label}")
+    return bad
+
+
+def test_guide_misquotes_finds_a_wrong_figure_and_a_wrong_label():
+    printed = ("   preset   mean ms    p95 ms  p99.9 ms\n magnum_v1     5.56      3.60   2560.48\n"
+               "classroom: mean 2.75 ms, p95 24.61 ms, 12.5% started\n")
+    assert guide_misquotes("p95 3.60 ms, p99.9 2,560 ms, mean 2.75 ms, 12.5 % started", printed, "") == []
+    assert guide_misquotes("the p95 is 24.61 ms; 0.125 of them", printed, "") == []
+    bad = guide_misquotes("p99 2,560 ms and a mean of 5.56; p95 3.74 ms", printed, "")
+    assert any("p99 2,560" in b for b in bad) and any(b.startswith("3.74") for b in bad)
+    assert len(bad) == 3          # 3.74 is printed nowhere, and not as the p95 either
+    assert guide_misquotes("mean 24.61 ms", printed, "") != []       # printed, but as a p95
+    assert guide_misquotes("the article's 3,686,400 cores", printed, "3686400 cores") == []
+    assert guide_misquotes("validating took *(timing: 801 µs here)*", printed, "") == []
+    assert guide_misquotes("validating took 801 µs", printed, "") != []
+
+
+def test_the_notebooks_readme_lists_every_notebook():
+    """notebooks/README.md's table has one row per notebook (it once stopped at 08)."""
+    readme = (NB_DIR / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\d\d_\w+)` \|", readme, re.M)
+    assert rows == [p.stem for p in NOTEBOOKS], f"README rows {rows}"
