@@ -90,9 +90,12 @@ unit: build
 # The pure-Python backend needs no compile. Tests marked `kernel` (they compare a
 # compiled kernel with its reference, or need the compiled backend) ran in `unit`, and
 # the CLI fuzz tests the parser, which is the same on both backends (tests/conftest.py
-# applies both markers).
+# applies both markers). Test modules marked `once` (pytestmark, with the reason) have a
+# subject that does not depend on the backend (the presets' behaviour, which
+# tests/test_sim_core.py pins to the reference preset by preset; the exercise harness;
+# packaging, style, the guide): they ran in `unit`.
 unit-python: venv
-	MAGNUM_PUREPYTHON=1 $(PYTEST) $(XDIST) -m "not kernel and not cli_fuzz" tests --ignore=tests/browser
+	MAGNUM_PUREPYTHON=1 $(PYTEST) $(XDIST) -m "not kernel and not cli_fuzz and not once" tests --ignore=tests/browser
 
 # Notebooks that replay the real public traces (../shared/data, or $MAGNUM_SHARED_DATA):
 # without the traces nbval leaves them out and says so; MAGNUM_REQUIRE_TRACES=1 makes that

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # run once (make unit): it builds and installs its own pure-Python wheel, whatever backend runs pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "magnum_lib"
 MARKER = "_pure_python_install.txt"

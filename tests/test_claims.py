@@ -10,6 +10,8 @@ import pytest
 from magnum_lib import claims
 from magnum_lib.base.validate import ParameterError
 
+pytestmark = pytest.mark.once  # run once (make unit): claims.yaml and notebook 00's table
+
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))

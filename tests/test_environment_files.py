@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import tomllib
 import yaml
+
+pytestmark = pytest.mark.once  # run once (make unit): environment.yml and postBuild
 
 # Conda-only entries: the interpreter, pip itself and the compiler Binder needs.
 CONDA_ONLY = {"python", "pip", "c-compiler"}

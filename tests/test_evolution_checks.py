@@ -16,6 +16,8 @@ from magnum_lib.base.validate import ParameterError
 from magnum_lib.checks import evolution as ev
 from magnum_lib.claims import NOT_REPRODUCED, REPRODUCED, SET_BY_INPUT
 
+pytestmark = pytest.mark.once  # run once (make unit): the evolution exercises' checks; the presets' parity is tests/test_sim_core.py's
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

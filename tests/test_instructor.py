@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # run once (make unit): the instructor's guide
+
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
 GUIDE = NB_DIR / "INSTRUCTOR.md"

@@ -18,6 +18,8 @@ from magnum_lib import _kit, workshop
 from magnum_lib.cli import main
 from magnum_lib.commands import lab as lab_command
 
+pytestmark = pytest.mark.once  # run once (make unit): copying notebooks and starting JupyterLab
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

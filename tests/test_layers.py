@@ -12,6 +12,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.once  # run once (make unit): the import rule
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "magnum_lib"
 
 # Lower ranks first. Units of the same rank may not import each other (siblings).

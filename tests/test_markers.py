@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from tests._markers import classify, compiled_names, drives_kernel, module_facts
+
+pytestmark = pytest.mark.once  # run once (make unit): pytest's collection, not the backend
 
 ROOT = Path(__file__).resolve().parents[1]
 

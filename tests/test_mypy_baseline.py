@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # run once (make unit): static types
+
 ROOT = Path(__file__).resolve().parents[1]
 STRICT = ("src/magnum_lib/engine/", "src/magnum_lib/units.py", "src/magnum_lib/hardware.py")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.needs_traces
+pytestmark = [pytest.mark.needs_traces, pytest.mark.once]  # once: the exercises' check cells, not the backend
 
 ROOT = Path(__file__).resolve().parents[1]
 NB = ROOT / "notebooks" / "10_policy_arena.ipynb"

@@ -15,6 +15,8 @@ import pytest
 
 from magnum_lib.widgets import exercises
 
+pytestmark = pytest.mark.once  # run once (make unit): the committed notebooks' files
+
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))

@@ -20,6 +20,8 @@ import tomllib
 from magnum_lib import _backend, cli
 from magnum_lib._resources import data_path
 
+pytestmark = pytest.mark.once  # run once (make unit): the package's files and the Makefile
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "magnum_lib"
 
@@ -209,7 +211,7 @@ def test_the_debug_build_lives_apart_and_is_not_undone():
     assert "$(MAKE)" not in test  # no release rebuild afterwards
     # the pure-Python run leaves out what the markers select (names as tests/_markers.py applies them)
     pure = re.search(r"^unit-python:.*?(?=^\S|\Z)", makefile, re.M | re.S).group(0)
-    assert pure.startswith("unit-python: venv") and '-m "not kernel and not cli_fuzz"' in pure
+    assert pure.startswith("unit-python: venv") and '-m "not kernel and not cli_fuzz and not once"' in pure
     assert 'C_DIR = str(Path("build", "debug", "c")) if DEBUG else None' in (ROOT / "setup.py").read_text()
 
 

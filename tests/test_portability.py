@@ -14,6 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.once  # run once (make unit): imports without POSIX-only modules, the same on both backends
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 

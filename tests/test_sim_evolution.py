@@ -6,6 +6,8 @@ from magnum_lib.sim import EVOLUTION, PRESETS, RequestClass, make_config
 from magnum_lib.sim.evolution import ARTICLE_FIGURES_MS, cheetah_vs_two_choices, compare, planner_effect
 from magnum_lib.sim.model import build_region, run_region
 
+pytestmark = pytest.mark.once  # run once (make unit): the presets' behaviour; tests/test_sim_core.py::test_backends_agree_exactly pins core_ref to _core preset by preset
+
 WORKLOAD = dict(cluster="region", duration_s=1.0, load=0.3, seed=0)  # evolution.WORKLOAD
 
 

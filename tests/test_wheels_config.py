@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
+
+pytestmark = pytest.mark.once  # run once (make unit): the wheel configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHONS = ("cp310", "cp311", "cp312", "cp313")

@@ -30,6 +30,8 @@ from matplotlib.text import Text
 import magnum_lib.widgets as widgets_pkg
 from magnum_lib.widgets import style
 
+pytestmark = pytest.mark.once  # run once (make unit): the figures' style, drawn the same on both backends
+
 EXPLORERS = sorted(info.name for info in pkgutil.iter_modules(widgets_pkg.__path__) if info.name.endswith("_explorer"))
 NEEDS_TRACES = {"arena_explorer"}   # replays a Philly slice of the real trace
 
