@@ -22,7 +22,7 @@ from magnum_lib.serving.metrics import latencies
 from magnum_lib.workload.traces import traces_missing
 
 __all__ = ["SPLITS", "OUTPUT_CAP", "REPLICAS", "ServingScenario", "requests", "synthetic_conversations",
-           "capped", "evaluate"]
+           "capped", "window", "evaluate"]
 
 REPLICAS = 4
 #: P:D choices over the four replicas ("colocated": every replica prefills and decodes).
@@ -31,24 +31,32 @@ OUTPUT_CAP = 64
 MODEL, DEVICE, TP = "llama3_70b", "h100_sxm", 8
 
 
-def synthetic_conversations(n: int, rate_per_s: float = 3.4, *, turns_mean: float = 4.0, system_blocks: int = 4,
-                            new_blocks_mean: float = 3.0, output_mean: float = 340.0, seed: int = 0,
+def synthetic_conversations(n: int, rate_per_s: float = 3.4, *, new_session: float = 0.6, system_prompts: int = 16,
+                            system_blocks: int = 2, first_blocks_mean: float = 20.0, add_blocks_mean: float = 3.0,
+                            output_mean: float = 340.0, burstiness: float = 2.0, seed: int = 0,
                             block: int = 512) -> ServingRequests:
-    """``n`` requests shaped like Mooncake's conversation trace: sessions of a few turns, each
-    turn's prompt the previous one plus new blocks (so it shares its prefix hashes), behind
-    one of a few shared system prompts; Poisson arrivals, turns of a session interleaved."""
-    base = generate_requests(n, rate_per_s, prompt_mean=1.0, output_mean=output_mean, seed=seed)
+    """``n`` requests shaped like Mooncake's conversation trace (about 12,000-token prompts of
+    widely spread lengths, behind one of a few system prompts; a share of them are the next turn of an earlier
+    conversation, whose prompt is the previous one plus a few blocks, so it shares its prefix
+    hashes); bursty gamma arrivals (coefficient of variation ``burstiness``)."""
+    base = generate_requests(n, rate_per_s, prompt_mean=1.0, output_mean=output_mean, burstiness=burstiness,
+                             seed=seed)
     rng = np.random.default_rng(seed + 1)
     ptr, ids, prompt = [0], [], []
-    next_id, sessions = 1_000, []   # ids below 1,000: the shared system prompts
+    next_id, sessions = 10_000, []   # ids below 10,000: the shared system prompts
     for _ in range(n):
-        if not sessions or rng.random() < 1.0 / turns_mean:
-            sys_id = int(rng.integers(0, 8))
-            sessions.append([sys_id * 100 + k for k in range(system_blocks)])
-        s = int(rng.integers(0, len(sessions)))
-        add = 1 + int(rng.poisson(new_blocks_mean - 1))
-        sessions[s] = sessions[s] + list(range(next_id, next_id + add))
-        next_id += add
+        if not sessions or rng.random() < new_session:
+            sys_id = int(rng.integers(0, system_prompts))
+            # lognormal (sigma 1): a few very long prompts, as in the trace (up to 87,000 tokens)
+            first = 1 + int(rng.lognormal(np.log(first_blocks_mean) - 0.5, 1.0))
+            sessions.append([sys_id * 100 + k for k in range(system_blocks)] + list(range(next_id, next_id + first)))
+            next_id += first
+            s = len(sessions) - 1
+        else:
+            s = int(rng.integers(0, len(sessions)))
+            add = 1 + int(rng.poisson(add_blocks_mean - 1))
+            sessions[s] = sessions[s] + list(range(next_id, next_id + add))
+            next_id += add
         chain = sessions[s]
         tail = int(rng.integers(1, block + 1))            # the last block is partly filled
         prompt.append((len(chain) - 1) * block + tail)
@@ -80,6 +88,20 @@ def capped(reqs: ServingRequests, output_cap: int) -> ServingRequests:
     """The same requests with every answer cut to at most ``output_cap`` tokens."""
     return ServingRequests(reqs.arrival_ns, reqs.prompt, np.minimum(reqs.output, output_cap), reqs.hash_ptr,
                            reqs.hash_ids, reqs.hash_block, f"{reqs.name} (answers <= {output_cap})")
+
+
+def window(reqs: ServingRequests, start: int, n: int) -> ServingRequests:
+    """Requests ``start .. start + n - 1``, arrivals shifted to start at 0 (a held-out slice)."""
+    stop = min(start + n, len(reqs))
+    if not 0 <= start < stop:
+        raise ValueError(f"window: start must be in [0, {len(reqs) - 1}] and n >= 1, got start={start}, n={n}")
+    arr = reqs.arrival_ns[start:stop] - reqs.arrival_ns[start]
+    hp = hi = None
+    if reqs.hash_ptr is not None:
+        lo, hi_end = int(reqs.hash_ptr[start]), int(reqs.hash_ptr[stop])
+        hp, hi = reqs.hash_ptr[start:stop + 1] - lo, reqs.hash_ids[lo:hi_end].copy()
+    return ServingRequests(arr, reqs.prompt[start:stop].copy(), reqs.output[start:stop].copy(), hp, hi,
+                           reqs.hash_block, f"{reqs.name}[{start}:{stop}]")
 
 
 @dataclass(frozen=True)
