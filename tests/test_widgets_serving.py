@@ -106,3 +106,18 @@ def test_slider_latency_is_measured_like_the_benchmark():
         times.append(time.process_time() - t0)
     assert len(times) == len(BENCH_STEPS) and all(t > 0 for t in times)
     print(f"serving explorer: median {np.median(times) * 1e3:.0f} ms CPU per change")
+
+
+def test_window_is_a_held_out_slice_from_zero():
+    reqs = M.synthetic_conversations(120, seed=5)
+    w = M.window(reqs, 50, 40)
+    assert len(w) == 40 and w.arrival_ns[0] == 0
+    assert np.array_equal(w.arrival_ns, reqs.arrival_ns[50:90] - reqs.arrival_ns[50])
+    for i in (0, 17, 39):   # each request keeps its own prompt, answer and prefix hashes
+        assert w.prompt[i] == reqs.prompt[50 + i] and w.output[i] == reqs.output[50 + i]
+        assert np.array_equal(w.hashes(i), reqs.hashes(50 + i))
+    assert len(M.window(reqs, 100, 50)) == 20          # cut at the end
+    plain = M.window(M.capped(reqs, 8), 0, 10)
+    assert plain.output.max() <= 8
+    with pytest.raises(ValueError, match="start"):
+        M.window(reqs, 120, 5)

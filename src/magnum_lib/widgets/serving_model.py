@@ -43,7 +43,8 @@ def synthetic_conversations(n: int, rate_per_s: float = 3.4, *, new_session: flo
                              seed=seed)
     rng = np.random.default_rng(seed + 1)
     ptr, ids, prompt = [0], [], []
-    next_id, sessions = 10_000, []   # ids below 10,000: the shared system prompts
+    next_id = 10_000                 # ids below 10,000: the shared system prompts
+    sessions: list[list[int]] = []
     for _ in range(n):
         if not sessions or rng.random() < new_session:
             sys_id = int(rng.integers(0, system_prompts))
@@ -97,7 +98,7 @@ def window(reqs: ServingRequests, start: int, n: int) -> ServingRequests:
         raise ValueError(f"window: start must be in [0, {len(reqs) - 1}] and n >= 1, got start={start}, n={n}")
     arr = reqs.arrival_ns[start:stop] - reqs.arrival_ns[start]
     hp = hi = None
-    if reqs.hash_ptr is not None:
+    if reqs.hash_ptr is not None and reqs.hash_ids is not None:
         lo, hi_end = int(reqs.hash_ptr[start]), int(reqs.hash_ptr[stop])
         hp, hi = reqs.hash_ptr[start:stop + 1] - lo, reqs.hash_ids[lo:hi_end].copy()
     return ServingRequests(arr, reqs.prompt[start:stop].copy(), reqs.output[start:stop].copy(), hp, hi,
