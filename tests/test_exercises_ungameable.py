@@ -80,6 +80,13 @@ NAIVE: dict[str, list] = {
                Together(ex4_slowdown=Expr("float(np.mean(ratios))")),
                Together(ex4_slowdown=Expr("float(np.median(ratios))"))],
     "07_ex1": [1e-3],                                   # the 1 ms bound the exercise states
+    "11_ex1": [Expr('make_replica("llama3_70b", "mi300x", tp=4).kv_capacity_tokens // 12_340'),   # no page rounding
+               Expr('make_replica("llama3_70b", "mi300x", tp=4).kv_blocks // (12_340 // 16)'),     # pages rounded down
+               Expr('int(4 * 192e9 * 0.9 / (SPEC.model.kv_bytes_per_token / 4) // 12_340)'),       # weights forgotten
+               Expr("fit[12_000]")],                                                              # section 3's H100 figure
+    "11_ex2": [32, Expr("max(x for x in range(2, 33, 2) if summarize(simulate(AZURE.head(600).scaled(x), SPEC, "
+                        "replicas=4, batching='chunked', router='least-outstanding'), *TIGHT)['slo_attainment'] >= 0.9)")],
+    "11_ex3": [Expr('ROUTERS["prefix-aware"]'), Expr('ROUTERS["least-outstanding"]'), Expr('ROUTERS["round-robin"]')],
     "07_ex3": [{"view": "fresh"}, {"node_queue": 8}],   # knobs that remove the problem
 }
 

@@ -245,6 +245,8 @@ def test_same_policy_same_colour_everywhere():
     families = [("fifo-strict", "fifo-skip", "sjf", "srtf", "las"), ("packed", "exclusive", "dynamic"),
                 ("borg_like", "borg_plus", "cheetah", "magnum_v1", "magnum_v2"),
                 ("random", "two-choices", "least-loaded"), ("h100_sxm", "mi300x", "mtia_v2"),
+                ("static", "continuous", "chunked"),
+                ("round-robin", "least-outstanding", "power-of-two", "prefix-aware"),
                 ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")]
     for family in families:
         assert len(set(style.colors(family))) == len(family), family

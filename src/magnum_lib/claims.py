@@ -39,7 +39,7 @@ VERDICTS = (REPRODUCED, SET_BY_INPUT, NOT_REPRODUCED, REFUTED, NOT_TESTABLE)
 NOTEBOOK_TITLES = {
     "00": "welcome", "01": "why Kubernetes cries", "02": "the Oracle", "03": "the Conductor",
     "04": "the Bouncer", "05": "gossip", "06": "heterogeneous hell", "07": "the whole system",
-    "08": "the evolution", "09": "the future", "10": "the policy arena",
+    "08": "the evolution", "09": "the future", "10": "the policy arena", "11": "serving LLMs",
 }
 
 

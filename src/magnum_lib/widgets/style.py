@@ -64,6 +64,10 @@ _COLORS = {
     # energy (09): power, run time, energy against the clock
     "power": OKABE_ITO["blue"], "time": OKABE_ITO["orange"], "energy": OKABE_ITO["green"],
     "sla-clock": OKABE_ITO["purple"], "optimum": OKABE_ITO["black"],
+    # serving (11): batching modes and routers (power-of-two is "two-choices", as in 03)
+    "static": OKABE_ITO["black"], "continuous": OKABE_ITO["blue"], "chunked": OKABE_ITO["green"],
+    "round-robin": GREY, "least-outstanding": OKABE_ITO["orange"], "prefix-aware": OKABE_ITO["purple"],
+    "ttft": OKABE_ITO["blue"], "tpot": OKABE_ITO["orange"],
     # one explorer's highlighted setting (a star, a point)
     "here": OKABE_ITO["yellow"],
 }
