@@ -101,6 +101,9 @@ unit-python: venv
 # without the traces nbval leaves them out and says so; MAGNUM_REQUIRE_TRACES=1 makes that
 # an error. (The unit and browser tests that need them skip the same way: tests/conftest.py.)
 TRACE_NOTEBOOKS := 10_policy_arena.ipynb
+# Both cores, one notebook per worker (--dist loadfile keeps a notebook's cells in order,
+# in one kernel); `make notebooks NB_XDIST=` runs them one after another.
+NB_XDIST ?= $(if $(XDIST),$(XDIST) --dist loadfile,)
 
 notebooks: build
 	@cd notebooks && { missing=$$(../$(PY) ../scripts/traces_found.py); found=$$?; }; \
@@ -111,12 +114,13 @@ notebooks: build
 		echo "make notebooks: SKIPPING $(TRACE_NOTEBOOKS): $$missing"; \
 		ignore="$(addprefix --ignore=,$(TRACE_NOTEBOOKS))"; \
 	elif [ $$found != 0 ]; then exit $$found; fi; \
-	echo "cd notebooks && MAGNUM_NB_SOLUTIONS=1 pytest --nbval-lax --nbval-current-env . $$ignore"; \
-	MAGNUM_NB_SOLUTIONS=1 ../$(PY) -m pytest -q -p no:cacheprovider \
+	echo "cd notebooks && MAGNUM_NB_SOLUTIONS=1 pytest $(NB_XDIST) --nbval-lax --nbval-current-env . $$ignore"; \
+	MAGNUM_NB_SOLUTIONS=1 ../$(PY) -m pytest -q -p no:cacheprovider $(NB_XDIST) \
 		--nbval-lax --nbval-current-env $$ignore .
 
+# Each browser test starts its own JupyterLab (own port, folders and settings), so two run at once.
 browser: build chromium
-	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) tests/browser
 
 test: build chromium
 	@start=$$(date +%s); \
