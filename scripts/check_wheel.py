@@ -31,7 +31,7 @@ pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh
 
 ``--notebooks [GLOB]`` then copies the notebooks out of the installed package with
 ``faux-magnum lab --copy-only`` and runs every one (or those matching GLOB) under nbval in the fresh venv (it
-installs pytest, nbval and ipykernel there); notebooks that replay the public traces
+installs pytest, nbval and ipykernel there), one pytest run per notebook, printing each one's wall time; notebooks that replay the public traces
 (the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
 
 Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks [GLOB]]
@@ -362,8 +362,21 @@ def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Pa
         raise CheckFailed(f"no notebook in {notebooks} matches {pattern!r}")
     print(f"wheel-check: nbval on {len(chosen)} notebook(s) in {notebooks}"
           f"{' (without ' + ', '.join(skipped) + ': no traces)' if skipped else ''}", flush=True)
-    _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", *chosen],
-         logs / "nbval.log", cwd=notebooks, env=env)
+    failures = []
+    for name in chosen:  # one run each: its wall time is printed, and one failure does not hide the rest
+        log = logs / f"nbval-{Path(name).stem}.log"
+        start = time.perf_counter()
+        try:
+            _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+                  name], log, cwd=notebooks, env=env)
+            problem = None
+        except CheckFailed as exc:
+            problem = str(exc)
+        print(f"  {'FAIL' if problem else 'ok  '} {time.perf_counter() - start:6.1f} s  {name}", flush=True)
+        if problem:
+            failures.append(f"{name}: {problem}")
+    if failures:
+        raise CheckFailed(f"{len(failures)} notebook(s) failed under nbval:\n" + "\n".join(failures))
 
 
 def main(argv=None) -> int:
