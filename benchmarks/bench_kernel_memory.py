@@ -4,7 +4,8 @@ Runs each notebook top to bottom in a fresh Jupyter kernel (nbclient; ``MAGNUM_N
 as under nbval; in a temporary copy of ``notebooks/``), then asks the kernel for its peak
 resident set (``getrusage(RUSAGE_SELF).ru_maxrss``: the high-water mark over the whole run,
 not the size at the end) and the largest peak among the processes it started and waited for
-(``RUSAGE_CHILDREN``: plug-in checks, Dask workers). Beside them, the same numbers for a
+(``RUSAGE_CHILDREN``: plug-in checks, Dask workers), and the CPU seconds of the kernel and those
+children (the wall time is also given, but a busy machine inflates it). Beside them, the same numbers for a
 kernel that ran nothing but ``import magnum_lib`` and for one JupyterLab server (what each
 seat runs besides its kernels), so the sizing can be read as server + kernels.
 
@@ -33,7 +34,8 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ("import json as _j, resource as _r\n"
-         "print('PEAK', _j.dumps([_r.getrusage(_r.RUSAGE_SELF).ru_maxrss, _r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss]))")
+         "_s, _c = _r.getrusage(_r.RUSAGE_SELF), _r.getrusage(_r.RUSAGE_CHILDREN)\n"
+         "print('PEAK', _j.dumps([_s.ru_maxrss, _c.ru_maxrss, _s.ru_utime + _s.ru_stime + _c.ru_utime + _c.ru_stime]))")
 
 
 def _mib(kib: int) -> float:
@@ -53,8 +55,9 @@ def run_notebook(path: Path, workdir: Path, timeout: float) -> dict:
         return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"}
     wall = time.perf_counter() - start
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
-    own, children = json.loads(text.split("PEAK", 1)[1])
-    return {"peak_rss_mib": _mib(own), "children_peak_rss_mib": _mib(children), "wall_s": round(wall, 1)}
+    own, children, cpu = json.loads(text.split("PEAK", 1)[1])
+    return {"peak_rss_mib": _mib(own), "children_peak_rss_mib": _mib(children), "cpu_s": round(cpu, 1),
+            "wall_s": round(wall, 1)}
 
 
 def lab_server_rss(workdir: Path) -> float:
@@ -94,7 +97,7 @@ def main(argv=None) -> int:
     sys.path[:0] = [str(ROOT / "src"), str(ROOT / "scripts")]
     from check_wheel import trace_notebooks
 
-    from magnum_lib.workload.traces import traces_missing
+    from magnum_lib.workload.traces import ENV_VAR, shared_data_dir, traces_missing
 
     os.environ["MAGNUM_NB_SOLUTIONS"] = "1"
     if args.pure_python:
@@ -107,6 +110,8 @@ def main(argv=None) -> int:
         empty = work / "_empty.ipynb"
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import magnum_lib")]), empty)
         missing = traces_missing()
+        if missing is None:  # the kernels run in the copy, away from the checkout: point them at the traces
+            os.environ[ENV_VAR] = str(shared_data_dir())
         result = {"backend": "python" if args.pure_python else "compiled", "cpus": os.cpu_count(),
                   "empty_kernel": run_notebook(empty, work, args.timeout),
                   "jupyterlab_server_peak_rss_mib": lab_server_rss(work), "notebooks": {}}

@@ -56,7 +56,10 @@ c.Spawner.notebook_dir = "~/faux-magnum-notebooks"
 c.Spawner.default_url = "/lab/tree/00_welcome.ipynb"
 # (relative to the seat's home, where LocalProcessSpawner starts the server)
 c.Spawner.args = ["--LabApp.app_settings_dir=faux-magnum-notebooks/.faux-magnum/lab-settings",
-                  "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+                  "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                  # a notebook left alone for an hour gives its kernel's memory back (its file stays;
+                  # re-run its cells): a seat holds the kernels of the last hour, not of the whole day
+                  "--MappingKernelManager.cull_idle_timeout=3600", "--MappingKernelManager.cull_interval=300"]
 c.Spawner.start_timeout = 120  # a busy machine starting 30 servers at 9:00
 c.Spawner.http_timeout = 120
 
