@@ -1,11 +1,11 @@
 # JupyterHub for a Faux-MAGNUM workshop: one machine serves the room (deploy/README.md).
 #
-#   sudo MAGNUM_HUB_STATE=/srv/faux-magnum-hub .venv/bin/jupyterhub -f deploy/jupyterhub_config.py
+#   sudo /opt/faux-magnum/bin/jupyterhub -f deploy/jupyterhub_config.py
 #
 # Settings come from the environment (defaults in brackets):
 #   MAGNUM_HUB_IP      address to listen on [127.0.0.1]; 0.0.0.0 serves the room (put TLS in front)
 #   MAGNUM_HUB_PORT    [8000]
-#   MAGNUM_HUB_STATE   folder for the hub's database, cookie secret and the seat list [./hub-state]
+#   MAGNUM_HUB_STATE   folder for the hub's database, cookie secret and the seat list [/srv/faux-magnum-hub]
 #   MAGNUM_HUB_SEATS   the seat list [$MAGNUM_HUB_STATE/seats.tsv] (deploy/workshop_hub.py make-seats)
 #   MAGNUM_HUB_PROXY   configurable-http-proxy [build/hub-proxy (`make hub-proxy`), else on PATH]
 #   MAGNUM_HUB_PYTHON  the Python the seats' servers and kernels run [the hub's]; readable by every seat
@@ -21,7 +21,7 @@ sys.path.insert(0, str(here))
 from workshop_hub import SeatAuthenticator, notebook_copy_hook, read_seats  # noqa: E402
 
 c = get_config()  # noqa: F821 (traitlets provides it)
-state = Path(os.environ.get("MAGNUM_HUB_STATE", "hub-state")).resolve()
+state = Path(os.environ.get("MAGNUM_HUB_STATE", "/srv/faux-magnum-hub")).resolve()
 state.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 # Where the hub listens, and where its state lives (never in the checkout).
