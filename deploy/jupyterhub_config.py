@@ -41,7 +41,11 @@ c.ConfigurableHTTPProxy.command = [proxy if Path(proxy).exists() else "configura
 # created on its first login, with a private home.
 c.JupyterHub.authenticator_class = SeatAuthenticator
 c.SeatAuthenticator.seats_file = os.environ.get("MAGNUM_HUB_SEATS", str(state / "seats.tsv"))
-read_seats(Path(c.SeatAuthenticator.seats_file))  # a missing, malformed or world-readable list stops the start here
+try:  # a missing, malformed or world-readable seat list stops the start here, in one line
+    read_seats(Path(c.SeatAuthenticator.seats_file))
+except (OSError, ValueError) as exc:
+    sys.exit(f"faux-magnum hub: the seat list: {exc} (make one: python deploy/workshop_hub.py make-seats 30 > "
+             f"{c.SeatAuthenticator.seats_file}; chmod 600 {c.SeatAuthenticator.seats_file})")
 c.Authenticator.allow_all = True  # SeatAuthenticator.authenticate admits only the seats in the file
 c.LocalAuthenticator.create_system_users = True
 c.LocalAuthenticator.add_user_cmd = ["useradd", "--create-home", "--shell", "/bin/bash",

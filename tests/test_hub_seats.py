@@ -63,3 +63,19 @@ def test_only_a_seat_with_its_own_code_logs_in(tmp_path):
     assert login("seat03", "code-one-11") is None  # not a seat
     assert login("seat01", "") is None
     assert login("", "") is None
+
+
+@pytest.mark.parametrize("mode", [None, 0o644])
+def test_the_hub_will_not_start_without_a_private_seat_list(tmp_path, mode):
+    hub = Path(sys.executable).parent / "jupyterhub"
+    if not hub.exists():
+        pytest.skip(f"{hub} not found")
+    if mode is not None:
+        _seats(tmp_path, "seat01\tabcdefgh12\n", mode)
+    env = {"PATH": str(hub.parent), "HOME": str(tmp_path), "MAGNUM_HUB_STATE": str(tmp_path),
+           "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([str(hub), "token", "-f", str(ROOT / "deploy" / "jupyterhub_config.py"), "seat01"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith("faux-magnum hub: the seat list:")
+    assert ("chmod 600" if mode else "No such file") in out.stderr and "make-seats" in out.stderr
