@@ -13,7 +13,7 @@ BUILD_LOG := build/build.log
 # The student's working copy of the notebooks (`make lab`); gitignored.
 LAB_DIR ?= faux-magnum-notebooks
 
-.PHONY: lab test test-debug build-debug lint build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
+.PHONY: hub-proxy hub-test nocompiler-check bench-kernel-memory lab test test-debug build-debug lint build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
 
 help:
 	@echo "make lab     - install (first time), copy notebooks/ to $(LAB_DIR)/ and start JupyterLab there (127.0.0.1)"
@@ -24,6 +24,8 @@ help:
 	@echo "make bench   - run the benchmarks in benchmarks/ (JSON to stdout)"
 	@echo "make wheel-check - build the wheel, install it in a fresh venv, run the README's commands"
 	@echo "make reset   - restore the notebooks to their committed state (your edits are lost)"
+	@echo "make hub-test - the classroom server (deploy/) with three seats in Chromium (root; see deploy/README.md)"
+	@echo "make nocompiler-check - every notebook under nbval on a wheel built without a C compiler (long)"
 
 venv: $(STAMP)
 
@@ -36,7 +38,7 @@ $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@{ $(PIP) install -q --upgrade pip && \
 	   $(PIP) install -q "setuptools>=77" wheel "Cython>=3.0" "numpy>=1.26" && \
-	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test]"; \
+	   MAGNUM_NO_EXTENSIONS=1 $(PIP) install -q --no-build-isolation -e ".[sweep,lab,test,hub]"; \
 	 } > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
@@ -118,8 +120,9 @@ notebooks: build
 	MAGNUM_NB_SOLUTIONS=1 ../$(PY) -m pytest -q -p no:cacheprovider $(NB_XDIST) \
 		--nbval-lax --nbval-current-env $$ignore .
 
-# Each browser test starts its own JupyterLab (own port, folders and settings), so two run at once.
-browser: build chromium
+# Each browser test starts its own JupyterLab (own port, folders and settings), so two run
+# at once; the classroom-hub test needs the proxy (make hub-proxy).
+browser: build chromium hub-proxy
 	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) tests/browser
 
 test: build chromium
@@ -161,6 +164,34 @@ bench: build
 # command of the README's "The command line" block from a directory outside the checkout.
 wheel-check: $(STAMP)
 	$(PY) scripts/check_wheel.py
+
+# The classroom server's proxy (deploy/jupyterhub_config.py finds it here): the npm package
+# configurable-http-proxy, installed into build/hub-proxy, never globally. Without npm the
+# hub test skips (one line) and the rest of the browser tests run.
+HUB_PROXY := build/hub-proxy/node_modules/.bin/configurable-http-proxy
+
+hub-proxy:
+	@if [ -x $(HUB_PROXY) ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		echo "installing configurable-http-proxy into build/hub-proxy (npm)"; \
+		npm install --silent --no-audit --no-fund --prefix build/hub-proxy configurable-http-proxy@4 >/dev/null || \
+		echo "npm install configurable-http-proxy failed: the hub test will skip"; \
+	else echo "npm not found: the hub test will skip (apt-get install npm)"; fi
+
+# The classroom server with three real seats in Chromium (needs root: each seat is a system
+# user, created by the hub and removed afterwards). Part of `make browser`; alone:
+hub-test: build chromium hub-proxy
+	$(PY) -m pytest -q -p no:cacheprovider tests/browser/test_hub.py
+
+# Every notebook under nbval on a wheel built with no C compiler (the pure-Python backend),
+# installed in a fresh venv; prints each notebook's wall and CPU time. Not part of CI: the notebooks alone
+# took 13 min of CPU (2026-12-06), over an hour of wall time on 2 cores shared with other jobs.
+nocompiler-check: $(STAMP)
+	$(PY) scripts/check_wheel.py --no-compiler --notebooks --reuse-deps
+
+# Each notebook's kernel peak RSS after a full run (JSON), for deploy/README.md's sizing.
+bench-kernel-memory: build
+	$(PY) benchmarks/bench_kernel_memory.py
 
 # Restore notebooks/ to the committed state (a learner's edits and outputs are lost).
 reset:

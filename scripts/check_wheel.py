@@ -31,7 +31,7 @@ pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh
 
 ``--notebooks [GLOB]`` then copies the notebooks out of the installed package with
 ``faux-magnum lab --copy-only`` and runs every one (or those matching GLOB) under nbval in the fresh venv (it
-installs pytest, nbval and ipykernel there); notebooks that replay the public traces
+installs pytest, nbval and ipykernel there), one pytest run per notebook, printing each one's wall and CPU time; notebooks that replay the public traces
 (the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
 
 Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks [GLOB]]
@@ -343,6 +343,13 @@ def trace_notebooks(makefile: Path = ROOT / "Makefile") -> list[str]:
     return found.group(1).split() if found else []
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds of the finished child processes and their waited-for children (pytest and
+    its kernel): unlike the wall time, not inflated by a busy machine (0 on Windows)."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Path | None,
                     pattern: str = "*.ipynb") -> None:
     """Copy the notebooks out of the installed package and run every one (matching
@@ -362,8 +369,22 @@ def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Pa
         raise CheckFailed(f"no notebook in {notebooks} matches {pattern!r}")
     print(f"wheel-check: nbval on {len(chosen)} notebook(s) in {notebooks}"
           f"{' (without ' + ', '.join(skipped) + ': no traces)' if skipped else ''}", flush=True)
-    _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", *chosen],
-         logs / "nbval.log", cwd=notebooks, env=env)
+    failures = []
+    for name in chosen:  # one run each: its wall time is printed, and one failure does not hide the rest
+        log = logs / f"nbval-{Path(name).stem}.log"
+        start, cpu = time.perf_counter(), _children_cpu_s()
+        try:
+            _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+                  name], log, cwd=notebooks, env=env)
+            problem = None
+        except CheckFailed as exc:
+            problem = str(exc)
+        print(f"  {'FAIL' if problem else 'ok  '} {time.perf_counter() - start:6.1f} s wall "
+              f"{_children_cpu_s() - cpu:6.1f} s CPU  {name}", flush=True)
+        if problem:
+            failures.append(f"{name}: {problem}")
+    if failures:
+        raise CheckFailed(f"{len(failures)} notebook(s) failed under nbval:\n" + "\n".join(failures))
 
 
 def main(argv=None) -> int:

@@ -59,3 +59,18 @@ def test_name_parser_handles_specifiers():
     assert _name("dask[distributed]>=2024.1") == "dask"
     assert _name("PyYAML >= 6") == "pyyaml"
     assert _name("typing_extensions") == "typing-extensions"
+
+
+
+def _binder_badges(path) -> list[str]:
+    return re.findall(r"\(https://mybinder\.org/v2/gh/([^)\s]+)\)", path.read_text(encoding="utf-8"))
+
+
+def test_binder_badges_agree_and_open_an_existing_notebook(repo_root):
+    top, notebooks = _binder_badges(repo_root / "README.md"), _binder_badges(repo_root / "notebooks" / "README.md")
+    assert len(top) == 1 and top == notebooks, (top, notebooks)
+    repo, _, query = top[0].partition("?")
+    assert re.fullmatch(r"[\w.-]+/[\w.-]+/[\w.-]+", repo), repo  # owner/name/branch
+    target = query.removeprefix("urlpath=lab/tree/")
+    assert target != query and (repo_root / target).is_file(), query
+

@@ -112,21 +112,27 @@ def lab(tmp_path):
             time.sleep(0.5)
         yield base, token, sync_playwright
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc, 15)
         log.close()
 
 
+def stop_process(proc: subprocess.Popen, grace_s: float) -> None:
+    """Terminate ``proc``; kill it if it has not exited after ``grace_s`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def run_notebook_and_nudge(lab, notebook: str, explorer_css: str, slider: int,
-                          key: str = "ArrowRight", name: str | None = None) -> tuple[str, str]:
+                          key: str = "ArrowRight", name: str | None = None, login=None) -> tuple[str, str]:
     """Open ``notebook``, Run All, press ``key`` on slider number ``slider`` (0-based, in
     DOM order) of the explorer whose top-level CSS class is ``explorer_css``, and wait for
     its ``.magnum-readout`` to change. Returns the readout text before and after; saves
     ``test-artifacts/jupyterlab_<name>_{explorer,page}.png`` (``_failure`` on error).
+    ``login(page)``, if given, runs first (the hub test logs a seat in; its token is then "").
     """
     base, token, sync_playwright = lab
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -138,7 +144,9 @@ def run_notebook_and_nudge(lab, notebook: str, explorer_css: str, slider: int,
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             page.set_default_timeout(RUN_ALL_S * 1000)
-            page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
+            if login is not None:
+                login(page)
+            page.goto(f"{base}/lab/tree/{notebook}?reset" + (f"&token={token}" if token else ""))
             page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for()
             # Should the kernel picker still appear, answer it as a person would.
             select = page.locator(".jp-Dialog button.jp-mod-accept")

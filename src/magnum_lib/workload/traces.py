@@ -5,7 +5,7 @@ Where a file is looked for, in order: the ``path`` argument; else
 ``<dir>/shared/data/<relative path>`` for the current directory and each of its parents
 (so ``shared/data`` beside a checkout is found from anywhere inside it); else beside the
 source checkout the package was imported from, if it was (an installed wheel has none).
-A missing file raises ``FileNotFoundError`` with a one-line message naming the file, the
+A missing file raises ``TraceNotFound`` (a ``FileNotFoundError``) with a one-line message naming the file, the
 places tried and the public source to download it from. A malformed row raises
 ``ValueError`` naming the file, the line and the column.
 """
@@ -29,6 +29,8 @@ __all__ = [
     "shared_data_dir",
     "traces_missing",
     "trace_path",
+    "require_traces",
+    "TraceNotFound",
     "PhillyJobs",
     "AlibabaPods",
     "AlibabaNodes",
@@ -99,6 +101,30 @@ def traces_missing() -> str | None:
     return f"real traces not found (looked in {_where(candidates)}); set {ENV_VAR} to their folder"
 
 
+class TraceNotFound(FileNotFoundError):
+    """A trace file is missing. A notebook shows it as its one-line message, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython's hook: the lines shown instead of the traceback (the cause is not a bug to debug)
+        return [f"{type(self).__name__}: {self}"]
+
+
+def require_traces(*relative: str) -> None:
+    """Raise :class:`TraceNotFound` naming every one of ``relative`` that is missing, in one line."""
+    missing = []
+    for rel in relative:
+        try:
+            trace_path(rel)
+        except TraceNotFound:
+            missing.append(rel)
+    if len(missing) == 1:
+        trace_path(missing[0])  # its own message names the source
+    if missing:
+        raise TraceNotFound(f"{len(missing)} trace files ({', '.join(missing)}) not found in "
+                            f"{_where(_candidates())}; get them with `faux-magnum data fetch`, "
+                            f"or set {ENV_VAR} to their folder")
+
+
 def trace_path(relative: str, path=None) -> Path:
     """Resolve a trace file (see the module docstring); raise FileNotFoundError if absent."""
     if path is not None:
@@ -117,7 +143,7 @@ def trace_path(relative: str, path=None) -> Path:
     repo = source.split()[0].removeprefix("https://github.com/") if source else ""
     commit = source.split("(commit ")[1].split(")")[0] if "(commit " in source else ""
     origin = f"{repo}@{commit}" if repo and commit else "`faux-magnum data list`"
-    raise FileNotFoundError(
+    raise TraceNotFound(
         f"trace file {relative} not found in {_where(candidates)}; get it with `faux-magnum data fetch` "
         f"(source: {origin}), or set {ENV_VAR} to its folder"
     )
