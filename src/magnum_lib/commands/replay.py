@@ -52,7 +52,9 @@ def add(subparsers) -> None:
     p.add_argument("--gpu-counts", metavar="LIST", type=Text(r"\d{1,5}(,\d{1,5})*", "comma-separated GPU counts such as "
                                                             "1,2,4,8", max_chars=200, example="1,2"),
                    help="keep jobs with these GPU counts, e.g. 1,2,4,8")
-    p.add_argument("--max-jobs", metavar="N", type=Int(1, 100_000_000), help="keep the first N jobs after the filters")
+    p.add_argument("--max-jobs", metavar="N", type=Int(1, 100_000_000),
+                   help="keep the first N jobs after the filters (Philly: the first N rows of the file "
+                        "that pass them, in file order; reading stops there)")
     p.add_argument("--jobs", default="200", metavar="N", type=Int(1, 10_000_000),
                    help="Gavel trace: jobs to generate (default 200)")
     p.add_argument("--jobs-per-hour", default="10", metavar="R", type=Float(0.0, 1e9, lo_open=True),
@@ -210,7 +212,8 @@ def build(args):
         if args.vc is None and nodes is None:
             raise ParameterError("vc", "or --nodes is needed for the Philly trace (the VC's own "
                                        "cluster comes from Helios' philly_vc.csv)")
-        jobs = T.philly_jobs(args.vc, min_dur, counts, path=path)
+        m = _range("max_jobs", int_value("max_jobs", args.max_jobs), 1, 100_000_000) if args.max_jobs else None
+        jobs = T.philly_jobs(args.vc, min_dur, counts, path=path, max_jobs=m)
         if nodes is None:
             cluster = ReplayCluster.philly_vc(args.vc, gpn or 8, min_gpus=int(jobs.num_gpus.max()))
         else:
