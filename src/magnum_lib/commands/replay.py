@@ -162,6 +162,8 @@ def build(args):
     if args.trace != "philly" and args.vc:
         raise ParameterError("vc", "only applies to --trace philly")
     path = args.trace_file
+    if path and not (args.trace == "philly" and args.max_jobs):  # (Philly --max-jobs stops early)
+        _check_read(path, args)
     if args.trace == "philly":
         if args.vc is None and nodes is None:
             raise ParameterError("vc", "or --nodes is needed for the Philly trace (the VC's own "
@@ -243,6 +245,25 @@ def _check_generation(n: int, args) -> None:
         raise ParameterError("jobs", f"{n:,} jobs take about {format_duration(int(n * GENERATE_JOB_S * 1e9), digits=1)} "
                                      f"to generate; the limit is {format_duration(int(limit * 1e9), digits=1)}: "
                                      f"lower --jobs, or raise --max-wall")
+
+
+def _check_read(path: str, args) -> None:
+    """Refuse, before reading it, a trace file that takes longer than --max-wall to read."""
+    import os
+
+    from magnum_lib.replay.budget import READ_BYTES_S
+    from magnum_lib.units import format_duration, parse_duration
+
+    limit = parse_duration(args.max_wall) / 1e9
+    try:
+        need = os.stat(path).st_size / READ_BYTES_S
+    except OSError:
+        return  # the reader says what is wrong with it
+    if need > limit:
+        fix = "give --max-jobs (reading stops there)" if args.trace == "philly" else "use a smaller file"
+        raise ParameterError("trace_file", f"takes about {format_duration(int(need * 1e9), digits=1)} to read; the "
+                                           f"limit is {format_duration(int(limit * 1e9), digits=1)}: {fix}, "
+                                           f"or raise --max-wall")
 
 
 #: Library names in budget messages -> this command's flags.
