@@ -30,7 +30,7 @@ def philly_jobs(vc=None, min_duration_s: float = 0.0, gpu_counts=None, max_gpus=
     """
     from magnum_lib.workload.traces import load_philly
 
-    keep, seen = None, set()
+    keep, seen = None, set[str]()
     if max_jobs is not None:
         keep = _philly_row_filter(vc, min_duration_s, gpu_counts, max_gpus, seen)
     p = load_philly(path, keep, max_jobs)
