@@ -3,15 +3,19 @@
 Every case runs ``cli.main`` in this process under a wall-clock alarm and must end in exit
 0 (a small run, strict JSON without NaN) or exit 2 with one line on stderr: no traceback,
 no hang, no other exit status. The cases are a fixed table (no randomness), about 200,
-run once per test session in well under a minute; the counts are printed (pytest -s).
+run once per test session in well under a minute; the counts are printed (pytest -s). Issue 22's
+last classes: a crash, leak or hang inside ``schedule()`` under ``--isolate``, Ctrl-C during a
+long replay and simulate, a Philly file at its size limit, and the CPU cap by the watchdog thread.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import io
 import json
 import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -30,15 +34,28 @@ class _Hang(BaseException):
     pass
 
 
+INTERRUPT = "<ctrl-c>"
+WATCHDOG = "<cpu cap by the watchdog thread>"
+
+
 def _run(argv):
-    """(verdict, detail) of one case: clean, traceback, hang, bad-exit or nan-json."""
+    """(verdict, detail) of one case: clean, traceback, hang, bad-exit or nan-json.
+
+    A case ``[INTERRUPT, seconds, *argv]`` gets a Ctrl-C (KeyboardInterrupt in the main thread)
+    after that many seconds and must end in exit 130 with one line."""
     out, err = io.StringIO(), io.StringIO()
+    ctrl_c = None
+    if argv[0] == INTERRUPT:
+        ctrl_c = threading.Timer(argv[1], _thread.interrupt_main)
+        argv = argv[2:]
 
     def on_alarm(signum, frame):
         raise _Hang
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, LIMIT_S)
+    if ctrl_c is not None:
+        ctrl_c.start()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main(list(argv))
@@ -49,11 +66,18 @@ def _run(argv):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if ctrl_c is not None:
+            ctrl_c.cancel()
     o, e = out.getvalue(), err.getvalue()
     if "Traceback" in e:
         return "traceback", e[-300:]
+    if ctrl_c is not None:
+        ok = code == 130 and e.count("\n") == 1 and "interrupted" in e and o == ""
+        return ("clean", e) if ok else ("bad-exit", f"{code} after Ctrl-C: {e[:300]!r}")
     if code == 2:
         return ("clean", e) if e.count("\n") == 1 and o == "" else ("bad-exit", f"2 with {e[:300]!r}")
+    if code == 0 and any("iso_" in str(a) for a in argv):  # every isolated plug-in above misbehaves
+        return "accepted", o[:200]
     if code == 0:
         if "--json" in argv:
             try:
@@ -128,6 +152,47 @@ def _replay_cases(tmp):
     yield ["replay", "--trace", "tiresias", "--policy", "las", "--las-thresholds", "999999999999.999999999", "--json"]
     yield ["replay", "--trace", "tiresias", "--trace-file", "/proc/self/mem", "--json"]
     yield ["replay", "--trace", "sample", "--json"]
+    # a crash, a leak or a hang inside schedule(): the child process takes it (--isolate)
+    for name, text in ISOLATED.items():
+        f = tmp / f"iso_{name}.py"
+        f.write_text(text)
+        yield ["replay", "--trace", "tiresias", "--policy-file", f"{f}:P", "--isolate", "--max-memory", "1GiB",
+               "--max-wall", "1s", "--json"]
+    # Ctrl-C during a long replay (the Python loop: a plug-in) and a long simulate
+    greedy = tmp / "greedy.py"
+    greedy.write_text("def P(v):\n    p = v.plan()\n    [p.start(j) for j in v.queue]\n    return p\n")
+    yield [INTERRUPT, 1.0, "replay", "--trace", "philly", "--nodes", "64", "--policy-file", f"{greedy}:P",
+           "--max-wall", "10h", "--json"]
+    yield [INTERRUPT, 1.0, "simulate", "--duration", "600s", "--max-wall", "700h", "--max-memory", "8GiB", "--json"]
+    # a Philly file at its size limit (256 MiB of valid rows): --max-jobs stops reading early,
+    # and without it the read is refused up front when it would pass --max-wall
+    big = _philly_at_limit(tmp)
+    yield ["replay", "--trace", "philly", "--vc", "6c71a0", "--max-jobs", "500", "--trace-file", big, "--json"]
+    yield ["replay", "--trace", "philly", "--nodes", "64", "--max-jobs", "300", "--trace-file", big, "--json"]
+    yield ["replay", "--trace", "philly", "--nodes", "64", "--trace-file", big, "--max-wall", "2s", "--json"]
+
+
+#: Plug-ins run with --isolate: each must end as one line (the segfault and the abort would
+#: take the command down in process; the sleep is no CPU time, so only the wall limit stops it).
+ISOLATED = {
+    "segv_in_schedule": "import ctypes\ndef P(v):\n    if v.now_s > 0:\n        ctypes.string_at(0)\n    return []\n",
+    "abort_in_schedule": "import os\ndef P(v):\n    os.abort()\n",
+    "exit_in_schedule": "import os\ndef P(v):\n    os._exit(7)\n",
+    "leak_in_schedule": "k = []\ndef P(v):\n    k.append(bytearray(2**28))\n    return []\n",
+    "sleeps_in_schedule": "import time\ndef P(v):\n    time.sleep(600)\n",
+}
+
+
+def _philly_at_limit(tmp) -> str:
+    """The public Philly list repeated up to the --trace-file size limit (2**28 bytes)."""
+    raw = (SHARED_DATA / "philly/philly_jobs.csv").read_bytes()
+    head, body = raw.split(b"\n", 1)
+    p = tmp / "philly_at_limit.csv"
+    with open(p, "wb") as f:
+        f.write(head + b"\n")
+        for _ in range((2**28 - len(head) - 1) // len(body)):
+            f.write(body)
+    return str(p)
 
 
 def _trace_cases(tmp):
@@ -180,14 +245,24 @@ def _trace_cases(tmp):
 
 
 def test_fuzz_new_surfaces(tmp_path, monkeypatch, capsys):
+    from magnum_lib.commands import replay as replay_command
+
     monkeypatch.setattr(engine_ref, "POLICY_CPU_S", 0.5)  # the spinning plug-in: stopped sooner
+    monkeypatch.setattr(replay_command, "ISOLATE_START_S", 4.0)  # the sleeping one: 5 s, not 31 s
     cases = list(_simulate_cases())
     if TRACES_FOUND:
         cases += list(_replay_cases(tmp_path)) + list(_trace_cases(tmp_path))
+    # The CPU cap on an OS without the POSIX CPU timer (Windows): the watchdog thread stops the spinner.
+    spins = [c for c in cases if any(str(a).endswith("spins.py:P") for a in c)]
+    cases += [[WATCHDOG, *c] for c in spins]
     counts, bad = {}, []
     t0 = time.perf_counter()
     for argv in cases:
-        verdict, detail = _run(argv)
+        with monkeypatch.context() as m:
+            if argv[0] == WATCHDOG:
+                m.delattr(signal, "ITIMER_VIRTUAL")  # as on Windows
+                argv = argv[1:]
+            verdict, detail = _run(argv)
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict != "clean":
             bad.append((verdict, " ".join(argv)[-160:], detail))

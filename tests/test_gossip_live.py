@@ -19,6 +19,7 @@ import time
 import pytest
 
 from magnum_lib.cli import main
+from magnum_lib.gossip import live
 from magnum_lib.gossip.live import MAX_UPDATES_PER_INTERVAL, Endpoint, LiveResult, run_live
 from magnum_lib.gossip.merge import Versioned, vc_view
 from magnum_lib.gossip.state import NodeState, view_of
@@ -347,10 +348,12 @@ def test_one_forged_generation_neither_poisons_nor_fakes_convergence():
     _check_counters(r, injected=8)
 
 
-def test_a_forgery_within_the_bound_is_reported_not_converged():
+def test_a_forgery_within_the_bound_is_reported_not_converged(monkeypatch):
     """A member's id, generation 1 (allowed at once) and a bigger bitmap: lww keeps it over
-    e0's real generation-1 state. Nothing can refuse it without authentication, but the run
-    must not call that converged (the old criterion, generation >= 1, did)."""
+    e0's real generation-1 state. A forger who can spoof the member's address (BIND_SENDER
+    off) gets it accepted, but the run must not call that converged (the old criterion,
+    generation >= 1, did)."""
+    monkeypatch.setattr(live, "BIND_SENDER", False)
     def inject(addrs):
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
             for i, addr in enumerate(addrs[1:], 1):  # from a member other than the receiver
@@ -394,9 +397,10 @@ def test_cli_json_reports_refusals():
     assert d["dropped_refused"] == 0 and d["refused_by_reason"] == {} and 1 <= d["max_view_entries"] <= 4
 
 
-def test_an_endpoint_poisoned_after_it_saw_the_update_is_not_converged():
+def test_an_endpoint_poisoned_after_it_saw_the_update_is_not_converged(monkeypatch):
     """Seen once is not converged: a within-bound forgery (generation 10 at t = 0.5 s, when up
-    to 51 is allowed) overwrites e0's real state after everyone had it."""
+    to 51 is allowed; the forger spoofs addresses) overwrites e0's real state after everyone had it."""
+    monkeypatch.setattr(live, "BIND_SENDER", False)
     def later(addrs):
         def send():
             time.sleep(0.5)
@@ -429,3 +433,44 @@ def test_the_decoded_record_cache_stays_bounded_under_big_distinct_records(monke
         assert wire._records_bytes <= wire._RECORDS_MAX_BYTES
         assert len(wire._RECORDS) <= wire._RECORDS_MAX
     assert wire._records_bytes == sum(len(key[1]) for key in wire._RECORDS) > 0
+
+
+def _spoof_e5(addrs):
+    """A forged record for member e5 (not the observed e0), within the generation bound,
+    sent to every other endpoint under e1's id (e2's for e1) from a socket of its own."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+        for i, addr in enumerate(addrs):
+            if i != 5:
+                raw.sendto(_forged("e2" if i == 1 else "e1", [_record("e5", 1, busy=0xFF)]), addr)
+
+
+def test_a_forged_record_for_any_member_is_not_converged(monkeypatch):
+    """Issue 22 s6: the record forged for e5 poisoned the 7 other endpoints while the run said
+    converged, because only e0 was judged. Every member's view of every member is judged."""
+    monkeypatch.setattr(live, "BIND_SENDER", False)  # a forger who can spoof addresses
+    r = run_live(8, fanout=2, seed=4, interval="10ms", duration="600ms", started=_spoof_e5)
+    assert r.dropped_refused == 0  # within every bound: accepted
+    assert not r.converged and math.isnan(r.convergence_time_s)
+
+
+def test_a_member_id_from_another_address_is_refused():
+    """Issue 22 s6: a sender id is tied to its endpoint's address, so the same forgery from
+    another socket is refused by every endpoint it reaches and the run converges."""
+    r = run_live(8, fanout=2, seed=4, interval="10ms", duration="2s", started=_spoof_e5)
+    assert r.refused_by_reason == {"sender": 7}
+    assert r.converged
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
+def test_ctrl_c_in_gossip_live_is_one_line_and_exit_130():
+    import signal
+
+    # (nearly) every datagram lost: the run cannot converge, so it is still running at the Ctrl-C
+    proc = subprocess.Popen([sys.executable, "-m", "magnum_lib", "gossip-live", "--endpoints", "8",
+                             "--duration", "60s", "--loss", "0.9999", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and "call_exception_handler" not in err, err
+    assert (proc.returncode, out) == (130, "") and err.count("\n") == 1, (proc.returncode, err)

@@ -477,3 +477,26 @@ def test_parse_request_physical_ranges(kwargs, name):
     with pytest.raises(ParameterError) as info:
         parse_request(**dict(dict(job_id="j", gpu_type="h100"), **kwargs))
     assert info.value.name == name and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["counters"].update(issued=d["counters"]["issued"] + 5), "counters: issued 6"),
+    (lambda d: d["leases"][0].update(memory_per_device_bytes=d["nodes"][0]["memory_per_device_bytes"] + 1),
+     "books 80,000,000,001 bytes per device"),
+    (lambda d: d["leases"][0].update(job_id="\x1b[31mred"), "job_id: must be"),
+    (lambda d: d["leases"][0].update(node_id=99), "names node 99"),
+])
+def test_a_file_breaking_the_validators_invariants_is_refused_on_load(tmp_path, capsys, edit, words):
+    """Issue 22 s7: counters that disagree with the leases, memory booked past the device's, a
+    malformed job id, a dangling lease: refused on load, by the library and by ``lease --list``."""
+    from magnum_lib.cli import main
+
+    doc = _doc()
+    edit(doc)
+    with pytest.raises(StateFileError, match=words.replace("[", r"\[")):
+        RegionState.from_dict(doc)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    assert main(["lease", "--cluster", str(path), "--list", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err and "\x1b" not in err

@@ -150,3 +150,18 @@ def test_las_options_reach_the_policy(capsys):
 
     direct = replay(tiresias_jobs(), ReplayCluster.uniform(2, 4), TiresiasLAS((100.0,), 2.0)).summary()
     assert tight["avg_jct_s"] == direct["avg_jct_s"]
+
+
+def test_trace_file_too_slow_to_read_is_refused_before_reading(tmp_path, capsys, monkeypatch):
+    """A trace file whose read alone passes --max-wall is refused up front, naming the way out;
+    Philly with --max-jobs is not (its reader stops early)."""
+    from magnum_lib.replay import budget
+
+    monkeypatch.setattr(budget, "READ_BYTES_S", 1000.0)  # a 4 kB file "takes" 4 s to read
+    rows = "".join(f"{i},1,{i},1,resnet,100,0\n" for i in range(200))
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n" + rows)
+    assert main(["replay", "--trace", "tiresias", "--trace-file", str(f), "--max-wall", "1s"]) == 2
+    err = capsys.readouterr().err
+    assert "--trace-file" in err and "to read" in err and "--max-wall" in err and err.count("\n") == 1
+    assert main(["replay", "--trace", "tiresias", "--trace-file", str(f), "--max-wall", "10m", "--json"]) == 0

@@ -68,3 +68,23 @@ def test_sweep_over_presets_and_seeds_serially():
     assert len(res.rows) == 4
     assert {r["preset"] for r in res.rows} == {"magnum_v1", "magnum_v2"}
     assert all(r["p50_ms"] > 0 for r in res.rows)
+
+
+class _NoClient:
+    """A Dask client that fails the test if any work is scattered to it."""
+
+    def submit(self, *args, **kwargs):
+        raise AssertionError("work was scattered before the budget was checked")
+
+
+def test_fleet_on_dask_checks_the_budget_before_scattering_work():
+    from magnum_lib.base.validate import ParameterError
+
+    big = make_config("magnum_v2", "fleet", duration_s=1000.0)
+    with pytest.raises(ParameterError, match="max_memory|max_wall_s"):
+        run_fleet_dask(big, client=_NoClient())
+    small = make_config("magnum_v2", "classroom", regions=2, duration_s=0.01)
+    with pytest.raises(ParameterError, match="max_wall_s"):
+        run_fleet_dask(small, client=_NoClient(), max_wall_s=1e-6)
+    with pytest.raises(AssertionError, match="scattered"):  # within the limits the work goes out
+        run_fleet_dask(small, client=_NoClient())

@@ -394,3 +394,29 @@ def test_workload_refuses_times_past_int64_nanoseconds():
         Workload([0.0], [1e308])
     with pytest.raises(ValueError, match="num_gpus must be"):
         Workload([0.0], [1.0], num_gpus=2**62)
+
+
+def test_philly_max_jobs_stops_reading(tmp_path):
+    """``max_jobs`` keeps the first rows (file order) that pass the filters and reads no further:
+    rows past them may be malformed (never read), and the kept ones match the full read's."""
+    from magnum_lib.base.validate import ParameterError
+    from magnum_lib.replay.traces import philly_jobs
+
+    good = _philly_file(tmp_path, 3_000).read_text()
+    bad = write(tmp_path, "tail_bad.csv", good + "not,a,philly,row\n" * 1000 + "x" * 100 + "\n")
+    with pytest.raises(ValueError, match="tail_bad.csv: line 3002"):
+        load_philly(bad)
+    j = philly_jobs("vc1", 70.0, [2, 4], path=bad, max_jobs=50)
+    full = philly_jobs("vc1", 70.0, [2, 4], path=tmp_path / "philly_3000.csv")
+    assert len(j) == 50 and len(full) > 50
+    assert np.array_equal(j.work_ns, full.work_ns[:50]) and np.array_equal(j.num_gpus, full.num_gpus[:50])
+    with pytest.raises(ParameterError, match="VCs \\(vc0, vc1, vc2\\)"):
+        philly_jobs("vc9", path=tmp_path / "philly_3000.csv", max_jobs=5)
+
+
+def test_philly_max_jobs_still_checks_the_rows_it_keeps(tmp_path):
+    body = "2017-10-09 07:00:00,66.0,1,66.0,a\n2017-10-09 07:00:01,nan,1,66.0,a\n"
+    from magnum_lib.replay.traces import philly_jobs
+
+    with pytest.raises(ValueError, match="line 3, column 2"):
+        philly_jobs("a", 60.0, path=write(tmp_path, "p.csv", PHILLY_HEADER + body), max_jobs=2)

@@ -52,7 +52,9 @@ def add(subparsers) -> None:
     p.add_argument("--gpu-counts", metavar="LIST", type=Text(r"\d{1,5}(,\d{1,5})*", "comma-separated GPU counts such as "
                                                             "1,2,4,8", max_chars=200, example="1,2"),
                    help="keep jobs with these GPU counts, e.g. 1,2,4,8")
-    p.add_argument("--max-jobs", metavar="N", type=Int(1, 100_000_000), help="keep the first N jobs after the filters")
+    p.add_argument("--max-jobs", metavar="N", type=Int(1, 100_000_000),
+                   help="keep the first N jobs after the filters (Philly: the first N rows of the file "
+                        "that pass them, in file order; reading stops there)")
     p.add_argument("--jobs", default="200", metavar="N", type=Int(1, 10_000_000),
                    help="Gavel trace: jobs to generate (default 200)")
     p.add_argument("--jobs-per-hour", default="10", metavar="R", type=Float(0.0, 1e9, lo_open=True),
@@ -92,71 +94,25 @@ def add(subparsers) -> None:
                    help="refuse a replay estimated to need more memory (default 4GiB)")
     p.add_argument("--max-wall", default="60s", metavar="D", type=Duration(10**9, 30 * 86_400 * S),
                    help="refuse a replay estimated to take longer (default 60s)")
+    p.add_argument("--isolate", action="store_true",
+                   help="run the replay (plug-in included) in a child process capped at --max-memory "
+                        "and --max-wall (+30 s to start): a plug-in that crashes, leaks or hangs is "
+                        "refused in one line (for the arena and autograders)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
 
 def load_policy_file(spec: str):
-    """``path.py:Name`` -> the object ``Name`` defined in that file."""
-    import runpy
-    from pathlib import Path
+    """``path.py:Name`` -> the object ``Name`` defined in that file (:mod:`magnum_lib.replay.plugin`)."""
+    from magnum_lib.replay.plugin import load_policy_file as load
 
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path or not name.isidentifier():
-        raise ParameterError("policy_file", f"must be FILE.py:NAME, got {excerpt(spec)}")
-    if not Path(path).is_file():
-        raise ParameterError("policy_file", f"{excerpt(path)} is not a file")
-    label = _file_label(path)
-    _import_in_child(path, label)
-    try:
-        ns = runpy.run_path(path, run_name="__policy_file__")
-    except KeyboardInterrupt:
-        raise
-    except RecursionError:
-        raise ParameterError("policy_file", f"{label} failed to load: it recursed too "
-                                            f"deeply (RecursionError)") from None
-    except BaseException as exc:  # the user's file (sys.exit too): say which and why, in one line
-        what = f"called sys.exit({excerpt(exc.code)})" if isinstance(exc, SystemExit) else \
-            f"{type(exc).__name__}: {excerpt(str(exc))}"
-        raise ParameterError("policy_file", f"{label} failed to load: {what}") from None
-    if name not in ns:
-        raise ParameterError("policy_file", f"{label} defines no {name!r}")
-    return ns[name]
-
-
-#: Seconds a plug-in file may take to load (its import runs first in a child process).
-LOAD_TIMEOUT_S = 30.0
-
-
-def _import_in_child(path: str, label: str) -> None:
-    """Load the file once in a child interpreter: one that crashes it (a segfault, an abort)
-    or never finishes loading is refused here instead of taking this process down. Errors the
-    file raises are left to the in-process load, which names them."""
-    import signal
-    import subprocess
-    import sys
-
-    code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__policy_file__')"
-    try:
-        proc = subprocess.run([sys.executable, "-c", code, path], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LOAD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ParameterError("policy_file", f"{label} took more than {LOAD_TIMEOUT_S:g} s to load") from None
-    if proc.returncode == -getattr(signal, "SIGINT", 2):  # an uncaught KeyboardInterrupt ends Python so
-        raise ParameterError("policy_file", f"{label} failed to load: it raised KeyboardInterrupt")
-    if proc.returncode < 0:
-        try:
-            sig = signal.Signals(-proc.returncode).name
-        except ValueError:
-            sig = f"signal {-proc.returncode}"
-        raise ParameterError("policy_file", f"{label} crashed the Python interpreter while loading ({sig})")
+    return load(spec)
 
 
 def _file_label(path: str) -> str:
-    """``path`` for a one-line message: whole when short, else ``.../name.py`` (the file stays named)."""
-    from pathlib import Path
+    from magnum_lib.replay.plugin import _file_label as label
 
-    return repr(path) if len(path) <= 60 else f"'.../{excerpt(Path(path).name)[1:]}"
+    return label(path)
 
 
 def readable_s(seconds: float) -> str:
@@ -206,11 +162,14 @@ def build(args):
     if args.trace != "philly" and args.vc:
         raise ParameterError("vc", "only applies to --trace philly")
     path = args.trace_file
+    if path and not (args.trace == "philly" and args.max_jobs):  # (Philly --max-jobs stops early)
+        _check_read(path, args)
     if args.trace == "philly":
         if args.vc is None and nodes is None:
             raise ParameterError("vc", "or --nodes is needed for the Philly trace (the VC's own "
                                        "cluster comes from Helios' philly_vc.csv)")
-        jobs = T.philly_jobs(args.vc, min_dur, counts, path=path)
+        m = _range("max_jobs", int_value("max_jobs", args.max_jobs), 1, 100_000_000) if args.max_jobs else None
+        jobs = T.philly_jobs(args.vc, min_dur, counts, path=path, max_jobs=m)
         if nodes is None:
             cluster = ReplayCluster.philly_vc(args.vc, gpn or 8, min_gpus=int(jobs.num_gpus.max()))
         else:
@@ -288,6 +247,25 @@ def _check_generation(n: int, args) -> None:
                                      f"lower --jobs, or raise --max-wall")
 
 
+def _check_read(path: str, args) -> None:
+    """Refuse, before reading it, a trace file that takes longer than --max-wall to read."""
+    import os
+
+    from magnum_lib.replay.budget import READ_BYTES_S
+    from magnum_lib.units import format_duration, parse_duration
+
+    limit = parse_duration(args.max_wall) / 1e9
+    try:
+        need = os.stat(path).st_size / READ_BYTES_S
+    except OSError:
+        return  # the reader says what is wrong with it
+    if need > limit:
+        fix = "give --max-jobs (reading stops there)" if args.trace == "philly" else "use a smaller file"
+        raise ParameterError("trace_file", f"takes about {format_duration(int(need * 1e9), digits=1)} to read; the "
+                                           f"limit is {format_duration(int(limit * 1e9), digits=1)}: {fix}, "
+                                           f"or raise --max-wall")
+
+
 #: Library names in budget messages -> this command's flags.
 _FLAGS = {"round_s": "--round", "max_wall_s": "--max-wall", "max_memory": "--max-memory", "max_jobs": "--max-jobs",
           "gpus_per_node": "--gpus-per-node", "nodes": "--nodes"}
@@ -329,9 +307,21 @@ def _builtin(args):
     return make_policy(args.policy)
 
 
-def _run(args) -> int:
+#: Seconds an isolated replay may take beyond --max-wall: a fresh interpreter, its imports
+#: and the plug-in's load.
+ISOLATE_START_S = 30.0
+
+
+def _memory(args) -> int:
+    from magnum_lib.units import parse_size
+
+    return parse_size(args.max_memory)
+
+
+def _summary(args):
+    """(summary dict, cluster text) of the replay the arguments describe (the work of ``_run``)."""
     from magnum_lib.replay import replay
-    from magnum_lib.units import parse_duration, parse_size
+    from magnum_lib.units import parse_duration
 
     seed = _range("seed", int_value("seed", args.seed), 0, 2**63 - 1)
     restore = parse_param("restore", parse_duration, args.restore) / 1e9
@@ -350,7 +340,7 @@ def _run(args) -> int:
     clock = [None]
     try:
         result = replay(jobs, cluster, policy, placement=args.placement, seed=seed, restore_s=restore,
-                        max_memory=parse_size(args.max_memory), max_wall_s=parse_duration(args.max_wall) / 1e9,
+                        max_memory=_memory(args), max_wall_s=parse_duration(args.max_wall) / 1e9,
                         clock=clock)
     except ParameterError as exc:  # the budget speaks the library's names: say the flags
         if exc.name in ("policy", "jobs"):
@@ -365,10 +355,29 @@ def _run(args) -> int:
         raise Interrupted(f"{where} of {total}") from None
     s = result.summary()
     s["trace"] = jobs.name
+    return s, repr(cluster)
+
+
+def _run(args) -> int:
+    from magnum_lib.units import parse_duration
+
+    if args.isolate:  # the whole replay in a child process: a crash or a leak is one line here
+        from magnum_lib.replay.isolate import run_isolated
+
+        name, label = ("policy_file", _file_label(args.policy_file)) if args.policy_file else \
+            ("policy", repr(args.policy))
+        limit = parse_duration(args.max_wall) / 1e9 + ISOLATE_START_S
+        try:
+            s, cluster = run_isolated(_summary, (args,), max_memory=_memory(args), timeout_s=limit,
+                                      name=name, label=label)
+        except KeyboardInterrupt:
+            raise Interrupted("before the end (the isolated replay was stopped)") from None
+    else:
+        s, cluster = _summary(args)
     if args.json:
         print(json_text(s))
         return 0
-    rows = [("trace", f"{jobs.name} ({s['jobs']:,} jobs)"), ("cluster", repr(cluster)),
+    rows = [("trace", f"{s['trace']} ({s['jobs']:,} jobs)"), ("cluster", cluster),
             ("policy", f"{s['policy']} ({s['placement']} placement, {s['backend']} loop)"),
             ("avg JCT", readable_s(s['avg_jct_s'])), ("median JCT", readable_s(s['median_jct_s'])),
             ("p99 JCT", readable_s(s['p99_jct_s'])), ("avg queueing", readable_s(s['avg_queue_s'])),

@@ -27,11 +27,13 @@ generation 0) at start and refuses, whole, any well-formed datagram that
 
 Every refusal is counted by reason (``refused_by_reason``). The one-datagram-per-peer cache
 that skips re-merging a repeated datagram holds member addresses only, so it is bounded
-too. Convergence is judged on the members' own states: an endpoint counts as having the
-update only when its entry for ``e0`` has ``e0``'s generation and (for lww and vc) equals
-``e0``'s state, and the run converged only if that still holds for every endpoint at the
-end. A forger who stays within the bounds and uses a member's id can still lie (there is
-no authentication); the run then reports "not converged" rather than a false success.
+too. A datagram whose sender id is not the member sending from that address (each member's
+id is tied to its endpoint's address, :data:`BIND_SENDER`) is refused (``"sender"``), so a
+forger on another socket cannot speak for a member. Convergence is judged on the members'
+own states: an endpoint counts as having the update only when its entry for ``e0`` has
+``e0``'s generation and (for lww and vc) equals ``e0``'s state, and the run converged only
+if, at the end, every endpoint holds every member's actual state (a forged record for any
+member, not only ``e0``, is "not converged" rather than a false success).
 
 Real time is not reproducible: the seed fixes the peer choices and losses each endpoint
 draws, not the interleaving the operating system gives the datagrams.
@@ -58,6 +60,9 @@ from magnum_lib.units import parse_duration
 MAX_ENDPOINTS = 64
 MERGES = {"lww": merge_lww, "article": merge_article, "vc": merge_vc}
 HOST = "127.0.0.1"
+#: Tie each member id to the address its endpoint sends from (False: any address may use any
+#: member id, as a forger who can spoof source addresses; tests of the convergence judgement).
+BIND_SENDER = True
 GPUS = 8
 BUSY_BEFORE, BUSY_AFTER = (0, 1, 2, 3), (2, 3, 4)  # e0's update frees GPUs 0 and 1
 MAX_UPDATES_PER_INTERVAL = 1  # an owner bumps its generation at most once per interval
@@ -155,6 +160,7 @@ class Endpoint(asyncio.DatagramProtocol):
         self.start = start
         self.interval_s = interval_s
         self.peer_addrs: frozenset = frozenset()  # set once the sockets are bound
+        self.member_addrs: dict = {}              # member id -> the address it sends from
         self.rule = rule
         self.kind = KIND_VERSIONED if rule == "vc" else KIND_STATES
         self.merge = MERGES[rule]
@@ -190,7 +196,7 @@ class Endpoint(asyncio.DatagramProtocol):
             msg = decode(data)
             if msg.kind != self.kind:
                 raise WireError("kind", f"kind {msg.kind} but this endpoint merges with {self.rule!r}")
-            self._check_trusted(msg)
+            self._check_trusted(msg, addr)
             # The owner is the only writer of its own record: ignore claims about us.
             remote = {n: e for n, e in msg.view.items() if n != self.node_id}
             merged = self.merge(self.view, remote)
@@ -216,8 +222,9 @@ class Endpoint(asyncio.DatagramProtocol):
         """The highest generation an honest member can have reached by ``now``."""
         return MAX_UPDATES_PER_INTERVAL * (int(max(0.0, now - self.start) / self.interval_s) + 1)
 
-    def _check_trusted(self, msg) -> None:
-        """Raise :class:`Refused` unless every claim in ``msg`` is one a member could make."""
+    def _check_trusted(self, msg, addr=None) -> None:
+        """Raise :class:`Refused` unless every claim in ``msg`` is one a member could make
+        (from ``addr``, the datagram's source: a member's id only from that member's address)."""
         if msg.sender not in self.members or msg.sender == self.node_id:
             raise Refused("sender")
         if not self.members.issuperset(msg.view):
@@ -233,6 +240,9 @@ class Endpoint(asyncio.DatagramProtocol):
                     raise Refused("member")
                 if v.state.generation > limit or any(count > limit for count in v.clock.values()):
                     raise Refused("generation")
+        if BIND_SENDER and self.member_addrs and self.member_addrs.get(msg.sender) != tuple(addr or ())[:2]:
+            raise Refused("sender")
+
 
     def error_received(self, exc):
         # e.g. ICMP port unreachable after a peer closed: not a datagram, keep running.
@@ -328,6 +338,12 @@ def check_live_parameters(endpoints, interval, duration, loss, fanout, seed, mer
     return endpoints, interval_s, duration_s, float(loss), fanout, seed, merge, float(update_at_s)
 
 
+def _all_hold(eps) -> bool:
+    """Whether every endpoint reads every member's actual state (its owner's own)."""
+    truths = [ep.own_state() for ep in eps]
+    return all(ep.holds(t) for ep in eps for t in truths)
+
+
 async def _run(n, interval_s, duration_s, loss, fanout, seed, rule, update_at_s, stop_when_converged, started):
     loop = asyncio.get_running_loop()
     # One seed, one independent stream per endpoint (numpy's SeedSequence spawning);
@@ -346,6 +362,7 @@ async def _run(n, interval_s, duration_s, loss, fanout, seed, rule, update_at_s,
         addrs = [t.get_extra_info("sockname")[:2] for t in transports]
         for ep in eps:
             ep.peer_addrs = frozenset(addrs)
+            ep.member_addrs = {other.node_id: a for other, a in zip(eps, addrs, strict=True)}
         if started is not None:
             started(addrs)
         start = time.perf_counter()
@@ -377,7 +394,7 @@ async def _run(n, interval_s, duration_s, loss, fanout, seed, rule, update_at_s,
                 ep.watch = eps[0].own_state()
                 ep._check_seen()
             while stop_when_converged and time.perf_counter() < deadline:
-                if all(not math.isnan(ep.seen_at) for ep in eps):
+                if all(not math.isnan(ep.seen_at) for ep in eps) and _all_hold(eps):
                     done.set()
                     break
                 await asyncio.sleep(min(interval_s, 0.005))
@@ -426,8 +443,8 @@ def run_live(endpoints: int = 16, interval="10ms", duration="2s", loss: float = 
     eps, t_update, knew, wall = asyncio.run(_run(n, interval_s, duration_s, loss, fanout, seed, merge,
                                            update_at_s, bool(stop_when_converged), started))
     seen = tuple(ep.seen_at - t_update if not math.isnan(ep.seen_at) else math.nan for ep in eps)
-    # Seen once is not enough: every endpoint must still hold e0's actual state at the end.
-    converged = not any(math.isnan(t) for t in seen) and all(ep.holds(eps[0].own_state()) for ep in eps)
+    # Seen once is not enough: every endpoint must still hold every member's actual state at the end.
+    converged = not any(math.isnan(t) for t in seen) and _all_hold(eps)
     reasons, refusals = collections.Counter(), collections.Counter()
     for ep in eps:
         reasons.update(ep.counters.malformed)

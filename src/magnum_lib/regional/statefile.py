@@ -396,6 +396,16 @@ class RegionState:
                 raise StateFileError(f"lease {lease.lease_id} names node {lease.node_id}, not in the region")
             if lease.device_type != self.nodes[lease.node_id].device_type:
                 raise StateFileError(f"lease {lease.lease_id} device type differs from node {lease.node_id}'s")
+            if lease.memory_per_device_bytes > self.nodes[lease.node_id].memory_per_device_bytes:
+                raise StateFileError(f"lease {lease.lease_id} books {lease.memory_per_device_bytes:,} bytes per device; "
+                                     f"node {lease.node_id}'s devices have {self.nodes[lease.node_id].memory_per_device_bytes:,}")
+            if not _JOB_ID.fullmatch(lease.job_id):
+                raise StateFileError(f"lease {lease.lease_id} job_id: must be 1-200 letters, digits and _ . : / @ + -, "
+                                     f"got {excerpt(lease.job_id)}")
+        c = self.counters
+        if c["issued"] - c["released"] - c["expired"] != len(self.leases):
+            raise StateFileError(f"counters: issued {c['issued']} - released {c['released']} - expired {c['expired']} "
+                                 f"!= the {len(self.leases)} lease(s) recorded")
         for node, free in zip(self.nodes, self.free_devices(), strict=True):
             if free < 0:
                 raise StateFileError(f"node {node.node_id} is over-committed by {-free} device(s)")

@@ -6,7 +6,6 @@ event-driven policies on pooled clusters and must give the same numbers.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 
@@ -15,6 +14,8 @@ import numpy as np
 from magnum_lib.base.validate import ParameterError, excerpt
 from magnum_lib.replay import placement as _placement
 from magnum_lib.replay.api import JobView, PolicyError, View, normalize, policy_inputs
+from magnum_lib.replay.cpulimit import CpuLimit as _CpuLimit
+from magnum_lib.replay.cpulimit import cpu_limit as _cpu_limit  # POSIX timer, or a watchdog thread
 
 NS = 1_000_000_000
 
@@ -143,35 +144,6 @@ POLICY_CPU_S = 5.0
 #: Wake-ups a policy may ask for: this many per simulated second on average, plus a start
 #: allowance (a policy asking to be woken every nanosecond never finishes otherwise).
 WAKE_PER_SIM_S, WAKE_ALLOWANCE = 100, 10_000
-
-
-class _CpuLimit(BaseException):
-    """Raised inside a policy call by the CPU-time alarm (BaseException: a policy's own
-    ``except Exception`` cannot swallow it)."""
-
-
-def _alarm(signum, frame):
-    raise _CpuLimit
-
-
-@contextlib.contextmanager
-def _cpu_limit(seconds: float):
-    """Interrupt the block after ``seconds`` of CPU time (POSIX main thread; elsewhere the
-    call is checked after it returns, which bounds a slow policy but not an endless one)."""
-    import signal
-    import threading
-
-    timer = getattr(signal, "ITIMER_VIRTUAL", None)
-    if timer is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGVTALRM, _alarm)
-    signal.setitimer(timer, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(timer, 0)
-        signal.signal(signal.SIGVTALRM, old)
 
 
 def call(name, what, method, *args):

@@ -19,16 +19,28 @@ from magnum_lib.replay.jobs import make_jobs
 __all__ = ["philly_jobs", "tiresias_jobs", "alibaba_pods", "gavel_jobs", "sample_jobs", "TRACES"]
 
 
-def philly_jobs(vc=None, min_duration_s: float = 0.0, gpu_counts=None, max_gpus=None, path=None):
-    """Philly jobs (all VCs, or one), filtered; the group label is the VC."""
+def philly_jobs(vc=None, min_duration_s: float = 0.0, gpu_counts=None, max_gpus=None, path=None,
+                max_jobs: int | None = None):
+    """Philly jobs (all VCs, or one), filtered; the group label is the VC.
+
+    ``max_jobs``: keep the first ``max_jobs`` rows of the file (file order) that pass the
+    filters, and stop reading there (a file at its size limit costs only those rows). The
+    public list is not in submit order, so these are not its earliest jobs; without
+    ``max_jobs`` every row is read and checked.
+    """
     from magnum_lib.workload.traces import load_philly
 
-    p = load_philly(path)
+    keep, seen = None, set[str]()
+    if max_jobs is not None:
+        keep = _philly_row_filter(vc, min_duration_s, gpu_counts, max_gpus, seen)
+    p = load_philly(path, keep, max_jobs)
+    if len(p) == 0 and not seen:
+        raise ValueError(f"{p.path}: no job rows after the header")
+    if vc is not None and str(vc) not in (seen or p.vc_names):
+        raise ParameterError("vc", f"must be one of the trace's VCs ({', '.join(sorted(seen or p.vc_names))}), "
+                                   f"got {excerpt(vc)}")
     keep = np.ones(len(p), bool)
     if vc is not None:
-        if str(vc) not in p.vc_names:
-            raise ParameterError("vc", f"must be one of the trace's VCs ({', '.join(p.vc_names)}), "
-                                       f"got {excerpt(vc)}")
         keep &= p.vc_code == p.vc_names.index(str(vc))
     if min_duration_s:
         keep &= p.duration_s >= float(min_duration_s)
@@ -43,6 +55,27 @@ def philly_jobs(vc=None, min_duration_s: float = 0.0, gpu_counts=None, max_gpus=
     return make_jobs(sub - sub[0], np.maximum(p.duration_s[idx], 1.0), p.num_gpus[idx],
                      group=np.asarray(p.vc_names, dtype=object)[p.vc_code[idx]],
                      name=f"philly{'-' + str(vc) if vc is not None else ''}")
+
+
+def _philly_row_filter(vc, min_duration_s, gpu_counts, max_gpus, seen: set):
+    """``keep(row)`` for :func:`load_philly`: the filters on a row's strings (VCs met go into
+    ``seen``). A value that does not parse is kept, so the loader's check names it."""
+    counts = None if gpu_counts is None else {int(g) for g in gpu_counts}
+    lo = float(min_duration_s or 0.0)
+
+    def keep(row) -> bool:
+        seen.add(row[4])
+        if vc is not None and row[4] != str(vc):
+            return False
+        try:
+            if lo and float(row[1]) < lo:
+                return False
+            g = int(row[2])
+        except ValueError:
+            return True
+        return (counts is None or g in counts) and (max_gpus is None or g <= int(max_gpus))
+
+    return keep
 
 
 def tiresias_jobs(path=None):

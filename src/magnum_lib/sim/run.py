@@ -154,7 +154,8 @@ def run_config(cfg: SimConfig, backend: str | None = None, progress: bool = Fals
     return (out, runs) if keep else out
 
 
-def run_fleet_dask(cfg: SimConfig, client=None, backend: str | None = None) -> dict:
+def run_fleet_dask(cfg: SimConfig, client=None, backend: str | None = None,
+                   max_memory: float | None = DEFAULT_MAX_MEMORY, max_wall_s: float | None = DEFAULT_MAX_WALL_S) -> dict:
     """Simulate the regions of ``cfg`` in parallel on Dask workers; the same summary as serial.
 
     Each region is a :class:`RegionTask` actor on a worker (its state stays there); only the
@@ -162,7 +163,10 @@ def run_fleet_dask(cfg: SimConfig, client=None, backend: str | None = None) -> d
 
     ``client``: a ``distributed.Client``, a scheduler address (``"tcp://host:port"``), or
     None for a private LocalCluster (worker processes, one thread each), closed afterwards.
+    ``max_memory``, ``max_wall_s``: as :func:`run_config`, checked on the whole run (the
+    serial estimate) before any worker is started or any work is scattered.
     """
+    check_budget(cfg, max_memory, max_wall_s, backend)
     from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()

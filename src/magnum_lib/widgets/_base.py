@@ -18,6 +18,9 @@ from PIL import Image
 from magnum_lib.widgets import style
 
 DPI = 80
+#: Put before the readout when a run was interrupted (the figure is the last finished one).
+INTERRUPTED_HTML = ("<p><b>Interrupted.</b> The figure and figures below are for the last "
+                    "setting that finished; change a control to run again.</p>")
 SLIDER_STYLE = {"description_width": "150px"}
 SLIDER_LAYOUT = {"width": "420px"}
 
@@ -76,20 +79,40 @@ class Explorer:
         self.widget = widgets.VBox([widgets.HBox([controls_box, self.readout]), self.image])
         self.widget.add_class(self.css_class)
         for control in controls.values():
-            control.observe(self._on_change, names="value")
+            control.observe(self._observe, names="value")
+
+    def _observe(self, change) -> None:
+        """A control changed. Ctrl-C (Jupyter's interrupt) during the run it starts stops that
+        run only: the explorer keeps the last finished setting, says so, and the next change
+        runs again (the interrupt is not passed on into the widget machinery)."""
+        try:
+            self._on_change(change)
+        except KeyboardInterrupt:
+            note = self.readout.value.removeprefix(INTERRUPTED_HTML)
+            self.readout.value = INTERRUPTED_HTML + note
 
     def _on_change(self, _change) -> None:
         self.update()
 
     def update(self):
-        """Re-evaluate with the current control values and redraw in place."""
+        """Re-evaluate with the current control values and redraw in place.
+
+        An interruption (KeyboardInterrupt) leaves the explorer as it was: the image, the
+        readout and ``scenario`` stay those of the last finished update."""
         if not self.updates:  # the axes exist by now: give them the house font sizes
             style.finish(self.figure)
-        scenario = self.evaluate()
-        self.scenario = scenario
-        self.draw(scenario)
-        self.readout.value = self.readout_html(scenario)
-        self.image.value = self._render()
+        previous = self.scenario
+        try:
+            scenario = self.evaluate()
+            self.scenario = scenario  # (some draw() read it)
+            self.draw(scenario)
+            readout = self.readout_html(scenario)
+            image = self._render()
+        except KeyboardInterrupt:
+            self.scenario = previous
+            raise
+        self.readout.value = readout
+        self.image.value = image
         self.updates += 1
         return scenario
 

@@ -95,14 +95,19 @@ class Columns:
         return codes.astype(np.int32), tuple(str(n) for n in names)
 
 
-def read_columns(path: Path, header: list[str]) -> Columns:
+def read_columns(path: Path, header: list[str], keep: Callable[[list], bool] | None = None,
+                 max_rows: int | None = None) -> Columns:
     """Read a CSV whose first line must be exactly ``header``; skip blank lines.
+
+    ``keep(row)`` (the row's strings) selects rows as they are read (None: all), and
+    reading stops once ``max_rows`` rows are kept (None: at the end of the file), so a
+    file at its size limit costs only the rows needed.
 
     Text that is not UTF-8, or not CSV at all (a field past the csv module's limit), is a
     ValueError naming the file and line, like every other problem in the file.
     """
     try:
-        return _read_columns(path, header)
+        return _read_columns(path, header, keep, max_rows)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
                          f"{exc.start}); save it as UTF-8") from None
@@ -110,7 +115,7 @@ def read_columns(path: Path, header: list[str]) -> Columns:
         raise ValueError(f"{path}: is not a CSV file ({excerpt(str(exc))})") from None
 
 
-def _read_columns(path: Path, header: list[str]) -> Columns:
+def _read_columns(path: Path, header: list[str], keep, max_rows) -> Columns:
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         first = next(reader, None)
@@ -130,7 +135,11 @@ def _read_columns(path: Path, header: list[str]) -> Columns:
                     f"{path}: line {reader.line_num}: expected {ncol} fields ({','.join(header)}), "
                     f"got {len(row)}: {excerpt(row)}"
                 )
+            if keep is not None and not keep(row):
+                continue
             rows.append(row)
             lines.append(reader.line_num)
+            if max_rows is not None and len(rows) >= max_rows:
+                break
     cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in header]
     return Columns(path, header, cols, lines)

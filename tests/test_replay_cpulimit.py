@@ -1,0 +1,69 @@
+"""The CPU cap of a policy call without the POSIX timer (the watchdog thread Windows uses):
+an endless ``schedule()`` is stopped and named, a real Ctrl-C stays a KeyboardInterrupt, and a
+call within its time is untouched."""
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+
+import pytest
+
+from magnum_lib.base.validate import ParameterError
+from magnum_lib.replay import Policy, ReplayCluster, cpulimit, engine_ref, make_jobs, replay
+
+
+@pytest.fixture(params=[False, True], ids=["watchdog", "itimer"])
+def mechanism(request, monkeypatch):
+    if request.param and not hasattr(__import__("signal"), "ITIMER_VIRTUAL"):
+        pytest.skip("no POSIX CPU timer here")
+    monkeypatch.setattr(cpulimit, "USE_ITIMER", request.param)
+    monkeypatch.setattr(engine_ref, "POLICY_CPU_S", 0.3)
+    return request.param
+
+
+class _Spins(Policy):
+    name = "spinner"
+
+    def schedule(self, view):
+        while True:
+            try:
+                pass
+            except Exception:  # a policy's own handler does not swallow the cap
+                pass
+
+
+class _Greedy(Policy):
+    name = "greedy"
+
+    def schedule(self, view):
+        p = view.plan()
+        for j in view.queue:
+            p.start(j)
+        return p
+
+
+def test_endless_schedule_is_stopped_and_named(mechanism):
+    jobs = make_jobs([0, 0, 5], [100, 30, 50], [2, 4, 1])
+    t0 = time.process_time()
+    with pytest.raises(ParameterError, match=r"'spinner': schedule\(\) took more than 0.3 s of CPU"):
+        replay(jobs, ReplayCluster.uniform(1, 4), _Spins())
+    assert time.process_time() - t0 < 5
+    # the next replay in the same process is not disturbed by a late interrupt
+    assert replay(jobs, ReplayCluster.uniform(1, 4), _Greedy()).summary()["jobs"] == 3
+
+
+def test_watchdog_leaves_a_real_ctrl_c_alone(monkeypatch):
+    monkeypatch.setattr(cpulimit, "USE_ITIMER", False)
+    threading.Timer(0.1, _thread.interrupt_main).start()   # Ctrl-C, well within the CPU limit
+    with pytest.raises(KeyboardInterrupt):
+        with cpulimit.cpu_limit(30.0):
+            time.sleep(5)
+
+
+def test_watchdog_quick_block_passes(monkeypatch):
+    monkeypatch.setattr(cpulimit, "USE_ITIMER", False)
+    with cpulimit.cpu_limit(30.0):
+        x = sum(range(1000))
+    assert x == 499500
+    assert not [t for t in threading.enumerate() if t.name == "cpu-limit watchdog"]
