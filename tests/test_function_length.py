@@ -34,7 +34,6 @@ ALLOWED = {
     "replay/_gavel_rounds.pyx:run_gavel_rounds": 202,
     "sim/_core.pyx:Core.__init__": 131,
     "sim/_core.pyx:Core._lease_decide": 88,
-    "graph/packing_ref.py:pack_kernel": 101,
     "graph/_packing.pyx:pack_core": 90,
     "workload/generators.py:bursty_arrivals": 95,
     "replay/api.py:normalize": 94,
