@@ -40,7 +40,6 @@ ALLOWED = {
     "node/placement.py:place": 92,
     "replay/__init__.py:replay": 90,
     "planner/assignment_ref.py:shortest_augmenting_paths": 82,
-    "regional/contention.py:simulate_contention": 82,
 }
 
 # A Cython function header: def, cpdef or cdef (with any return type and qualifiers)
