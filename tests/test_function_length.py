@@ -39,7 +39,6 @@ ALLOWED = {
     "node/_dispatcher.pyx:dispatch_loop": 94,
     "node/placement.py:place": 92,
     "replay/__init__.py:replay": 90,
-    "planner/assignment_ref.py:shortest_augmenting_paths": 82,
 }
 
 # A Cython function header: def, cpdef or cdef (with any return type and qualifiers)
