@@ -37,7 +37,6 @@ ALLOWED = {
     "graph/_packing.pyx:pack_core": 90,
     "replay/api.py:normalize": 94,
     "node/_dispatcher.pyx:dispatch_loop": 94,
-    "node/placement.py:place": 92,
     "replay/__init__.py:replay": 90,
 }
 
