@@ -35,7 +35,6 @@ ALLOWED = {
     "sim/_core.pyx:Core.__init__": 131,
     "sim/_core.pyx:Core._lease_decide": 88,
     "graph/_packing.pyx:pack_core": 90,
-    "replay/api.py:normalize": 94,
     "node/_dispatcher.pyx:dispatch_loop": 94,
     "replay/__init__.py:replay": 90,
 }
