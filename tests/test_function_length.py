@@ -36,7 +36,6 @@ ALLOWED = {
     "sim/_core.pyx:Core._lease_decide": 88,
     "graph/_packing.pyx:pack_core": 90,
     "node/_dispatcher.pyx:dispatch_loop": 94,
-    "replay/__init__.py:replay": 90,
 }
 
 # A Cython function header: def, cpdef or cdef (with any return type and qualifiers)
