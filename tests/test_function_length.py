@@ -34,7 +34,6 @@ ALLOWED = {
     "replay/_gavel_rounds.pyx:run_gavel_rounds": 202,
     "sim/_core.pyx:Core.__init__": 131,
     "sim/_core.pyx:Core._lease_decide": 88,
-    "node/_dispatcher.pyx:dispatch_loop": 94,
 }
 
 # A Cython function header: def, cpdef or cdef (with any return type and qualifiers)
