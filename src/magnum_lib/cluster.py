@@ -209,6 +209,27 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _nodes_per_cell(n_cells: int, nodes_per_cell, total_devices, devices_per_node: int, regions: int) -> np.ndarray:
+    """Nodes in each of the ``n_cells`` cells: ``nodes_per_cell`` each, or ``total_devices`` spread evenly."""
+    if total_devices is None:
+        nodes_per_cell = _positive_int(16 if nodes_per_cell is None else nodes_per_cell, "nodes_per_cell")
+        return np.full(n_cells, nodes_per_cell, dtype=np.int64)
+    if nodes_per_cell is not None:
+        raise ValueError("give either total_devices or nodes_per_cell, not both")
+    total_devices = _positive_int(total_devices, "total_devices")
+    if total_devices % devices_per_node:
+        raise ValueError(f"total_devices={total_devices} is not a multiple of "
+                         f"devices_per_node={devices_per_node}")
+    n_nodes = total_devices // devices_per_node
+    if n_nodes < n_cells:
+        raise ValueError(f"total_devices={total_devices} gives {n_nodes} nodes, fewer than the "
+                         f"{n_cells} cells ({regions} regions x {n_cells // regions}); every cell needs a node")
+    # Spread nodes evenly: the first (n_nodes % n_cells) cells get one more.
+    per_cell = np.full(n_cells, n_nodes // n_cells, dtype=np.int64)
+    per_cell[: n_nodes % n_cells] += 1
+    return per_cell
+
+
 def build_cluster(regions: int = 15, cells_per_region: int = 4, nodes_per_cell: int | None = None,
                   devices_per_node: int = 8, mix: Mapping[str, float] | None = None, seed: int = 0,
                   total_devices: int | None = None, catalog: Catalog | None = None) -> Cluster:
@@ -242,24 +263,8 @@ def build_cluster(regions: int = 15, cells_per_region: int = 4, nodes_per_cell: 
     keys, fracs = _resolve_mix(DEFAULT_MIX if mix is None else mix, catalog)
 
     n_cells = regions * cells_per_region
-    if total_devices is not None:
-        if nodes_per_cell is not None:
-            raise ValueError("give either total_devices or nodes_per_cell, not both")
-        total_devices = _positive_int(total_devices, "total_devices")
-        if total_devices % devices_per_node:
-            raise ValueError(f"total_devices={total_devices} is not a multiple of "
-                             f"devices_per_node={devices_per_node}")
-        n_nodes = total_devices // devices_per_node
-        if n_nodes < n_cells:
-            raise ValueError(f"total_devices={total_devices} gives {n_nodes} nodes, fewer than the "
-                             f"{n_cells} cells ({regions} regions x {cells_per_region}); every cell needs a node")
-        # Spread nodes evenly: the first (n_nodes % n_cells) cells get one more.
-        per_cell = np.full(n_cells, n_nodes // n_cells, dtype=np.int64)
-        per_cell[: n_nodes % n_cells] += 1
-    else:
-        nodes_per_cell = _positive_int(16 if nodes_per_cell is None else nodes_per_cell, "nodes_per_cell")
-        n_nodes = n_cells * nodes_per_cell
-        per_cell = np.full(n_cells, nodes_per_cell, dtype=np.int64)
+    per_cell = _nodes_per_cell(n_cells, nodes_per_cell, total_devices, devices_per_node, regions)
+    n_nodes = int(per_cell.sum())
     n_devices = n_nodes * devices_per_node
     if n_devices >= 2**31:
         raise ValueError(f"{n_devices} devices exceed the int32 device index; at most {2**31 - 1}")

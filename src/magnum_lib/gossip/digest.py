@@ -220,6 +220,34 @@ def digest_over_time(cluster: Cluster | None = None, *, duration="1s", period="1
         Seeds the state process (one ``numpy.random.Generator``) and salts the filters.
     """
     cluster = build_cluster() if cluster is None else cluster
+    duration_ns, period_ns, tick_ns, mean_busy_ns, u = _check_run_args(
+        cluster, duration, period, tick, utilization, mean_busy, fp_rate, m, k, seed)
+    rng = np.random.default_rng(seed)
+    n_ticks, per = duration_ns // tick_ns, period_ns // tick_ns
+    # exact transition probabilities of the continuous chain over one tick
+    tc_ns = mean_busy_ns * (1.0 - u)
+    q = -math.expm1(-tick_ns / tc_ns)
+    p_to_free, p_to_busy = (1.0 - u) * q, u * q
+    busy = rng.random(cluster.n_devices) < u  # start in the stationary distribution
+    starts = cluster.node_device_offset[:-1]
+    tally = _Tally(cluster)
+    answer = truth_build = None
+    for t in range(n_ticks):
+        if t:
+            r = rng.random(busy.size)
+            busy = np.where(busy, r >= p_to_free, r < p_to_busy)
+        free_now = np.add.reduceat(~busy, starts) > 0
+        if t % per == 0:
+            d = build_digest(free_nodes_by_type(cluster.node_type, free_now, cluster.type_keys),
+                             fp_rate=fp_rate, m=m, k=k, seed=seed, time_ns=t * tick_ns)
+            answer = tally.build(d, free_now, t * tick_ns)
+            truth_build = free_now
+        tally.query(answer, truth_build, free_now)
+    return tally.result(n_ticks, per, tick_ns, period_ns, u, mean_busy_ns)
+
+
+def _check_run_args(cluster, duration, period, tick, utilization, mean_busy, fp_rate, m, k, seed):
+    """Check :func:`digest_over_time`'s arguments; return duration, period, tick, mean_busy (ns) and utilization."""
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster must be a magnum_lib.cluster.Cluster, got {type(cluster).__name__}")
     duration_ns = parse_duration(duration, field="duration")
@@ -237,71 +265,71 @@ def digest_over_time(cluster: Cluster | None = None, *, duration="1s", period="1
     _size(m, k, fp_rate)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    return duration_ns, period_ns, tick_ns, mean_busy_ns, u
 
-    rng = np.random.default_rng(seed)
-    n_ticks, per = duration_ns // tick_ns, period_ns // tick_ns
-    # exact transition probabilities of the continuous chain over one tick
-    tc_ns = mean_busy_ns * (1.0 - u)
-    q = -math.expm1(-tick_ns / tc_ns)
-    p_to_free, p_to_busy = (1.0 - u) * q, u * q
-    busy = rng.random(cluster.n_devices) < u  # start in the stationary distribution
-    starts = cluster.node_device_offset[:-1]
-    node_type = cluster.node_type
-    type_nodes = [np.flatnonzero(node_type == c) for c in range(len(cluster.type_keys))]
-    n_nodes = cluster.n_nodes
 
-    stale_count = np.zeros(n_nodes, dtype=np.int64)
-    n_fp_query = n_fn_query = n_fp_build = n_nonmember_build = 0
-    fp_theory_weighted = 0.0
-    build_t, free_nodes, nbytes, fp_build, raw_nbytes = [], [], [], [], []
-    answer = truth_build = None
-    for t in range(n_ticks):
-        if t:
-            r = rng.random(busy.size)
-            busy = np.where(busy, r >= p_to_free, r < p_to_busy)
-        free_now = np.add.reduceat(~busy, starts) > 0
-        if t % per == 0:
-            d = build_digest(free_nodes_by_type(node_type, free_now, cluster.type_keys),
-                             fp_rate=fp_rate, m=m, k=k, seed=seed, time_ns=t * tick_ns)
-            answer = np.zeros(n_nodes, dtype=bool)
-            for code, key in enumerate(cluster.type_keys):
-                answer[type_nodes[code]] = d.contains(key, type_nodes[code])
-                f, members = d.filters[key], d.counts[key]
-                nonmembers = type_nodes[code].size - members
-                fp_theory_weighted += nonmembers * expected_fp_rate(members, f.m, f.k)
-            truth_build = free_now
-            fps = int(np.count_nonzero(answer & ~free_now))
-            n_fp_build += fps
-            n_nonmember_build += int(np.count_nonzero(~free_now))
-            build_t.append(t * tick_ns / 1e9)
-            free_nodes.append(int(free_now.sum()))
-            nbytes.append(d.nbytes)
-            raw_nbytes.append(d.raw_list_nbytes)
-            fp_build.append(fps / max(1, int(np.count_nonzero(~free_now))))
-        n_fp_query += int(np.count_nonzero(answer & ~free_now))
-        n_fn_query += int(np.count_nonzero(~answer & free_now))
-        stale_count += truth_build != free_now
+class _Tally:
+    """The counts :func:`digest_over_time` gathers at every build and every tick's queries."""
 
-    n_builds = len(build_t)
-    n_queries = n_nodes * n_ticks
-    error_at_build = n_fp_build / (n_nodes * n_builds)
-    error_at_query = (n_fp_query + n_fn_query) / n_queries
-    # queries sit at lags 0, 1, ..., per-1 ticks after a build (the last period may be cut short)
-    lags = (np.arange(n_ticks) % per) * tick_ns / 1e9
-    d_per_node = int(np.max(np.diff(cluster.node_device_offset)))
-    stale_theory = float(np.mean(staleness_theory(lags, u, mean_busy_ns / 1e9, d_per_node)))
-    bitmap = sum((tn.size + 7) // 8 for tn in type_nodes)
-    return DigestRun(
-        period_ns=int(period_ns), tick_ns=int(tick_ns), n_nodes=n_nodes, n_builds=n_builds,
-        n_queries=int(n_queries),
-        fp_rate_at_build=n_fp_build / max(1, n_nonmember_build),
-        fp_theory=fp_theory_weighted / max(1, n_nonmember_build),
-        error_at_build=error_at_build, error_at_query=error_at_query,
-        false_positive_at_query=n_fp_query / n_queries, false_negative_at_query=n_fn_query / n_queries,
-        staleness_error=error_at_query - error_at_build,
-        stale_disagreement=float(stale_count.sum() / n_queries), stale_theory=stale_theory,
-        digest_nbytes_mean=float(np.mean(nbytes)), raw_list_nbytes_mean=float(np.mean(raw_nbytes)),
-        bitmap_nbytes=int(bitmap), build_time_s=np.array(build_t), free_nodes=np.array(free_nodes),
-        digest_nbytes=np.array(nbytes), fp_at_build=np.array(fp_build),
-        node_stale_fraction=stale_count / n_ticks,
-    )
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.type_nodes = [np.flatnonzero(cluster.node_type == c) for c in range(len(cluster.type_keys))]
+        self.stale_count = np.zeros(cluster.n_nodes, dtype=np.int64)
+        self.n_fp_query = self.n_fn_query = self.n_fp_build = self.n_nonmember_build = 0
+        self.fp_theory_weighted = 0.0
+        self.build_t: list = []
+        self.free_nodes: list = []
+        self.nbytes: list = []
+        self.fp_build: list = []
+        self.raw_nbytes: list = []
+
+    def build(self, d: Digest, free_now: np.ndarray, time_ns: int) -> np.ndarray:
+        """Score digest ``d`` built at ``time_ns`` (ns) against ``free_now``; return every node's answer."""
+        answer = np.zeros(self.cluster.n_nodes, dtype=bool)
+        for code, key in enumerate(self.cluster.type_keys):
+            nodes = self.type_nodes[code]
+            answer[nodes] = d.contains(key, nodes)
+            f, members = d.filters[key], d.counts[key]
+            self.fp_theory_weighted += (nodes.size - members) * expected_fp_rate(members, f.m, f.k)
+        fps = int(np.count_nonzero(answer & ~free_now))
+        self.n_fp_build += fps
+        self.n_nonmember_build += int(np.count_nonzero(~free_now))
+        self.build_t.append(time_ns / 1e9)
+        self.free_nodes.append(int(free_now.sum()))
+        self.nbytes.append(d.nbytes)
+        self.raw_nbytes.append(d.raw_list_nbytes)
+        self.fp_build.append(fps / max(1, int(np.count_nonzero(~free_now))))
+        return answer
+
+    def query(self, answer, truth_build, free_now) -> None:
+        """Count one tick's wrong answers (per node) and the nodes whose truth moved since the build."""
+        self.n_fp_query += int(np.count_nonzero(answer & ~free_now))
+        self.n_fn_query += int(np.count_nonzero(~answer & free_now))
+        self.stale_count += truth_build != free_now
+
+    def result(self, n_ticks, per, tick_ns, period_ns, u, mean_busy_ns) -> DigestRun:
+        """The rates over ``n_ticks`` ticks of ``tick_ns`` (ns), builds every ``per`` ticks."""
+        n_nodes, n_builds = self.cluster.n_nodes, len(self.build_t)
+        n_queries = n_nodes * n_ticks
+        error_at_build = self.n_fp_build / (n_nodes * n_builds)
+        error_at_query = (self.n_fp_query + self.n_fn_query) / n_queries
+        # queries sit at lags 0, 1, ..., per-1 ticks after a build (the last period may be cut short)
+        lags = (np.arange(n_ticks) % per) * tick_ns / 1e9
+        d_per_node = int(np.max(np.diff(self.cluster.node_device_offset)))
+        stale_theory = float(np.mean(staleness_theory(lags, u, mean_busy_ns / 1e9, d_per_node)))
+        bitmap = sum((tn.size + 7) // 8 for tn in self.type_nodes)
+        return DigestRun(
+            period_ns=int(period_ns), tick_ns=int(tick_ns), n_nodes=n_nodes, n_builds=n_builds,
+            n_queries=int(n_queries),
+            fp_rate_at_build=self.n_fp_build / max(1, self.n_nonmember_build),
+            fp_theory=self.fp_theory_weighted / max(1, self.n_nonmember_build),
+            error_at_build=error_at_build, error_at_query=error_at_query,
+            false_positive_at_query=self.n_fp_query / n_queries,
+            false_negative_at_query=self.n_fn_query / n_queries,
+            staleness_error=error_at_query - error_at_build,
+            stale_disagreement=float(self.stale_count.sum() / n_queries), stale_theory=stale_theory,
+            digest_nbytes_mean=float(np.mean(self.nbytes)), raw_list_nbytes_mean=float(np.mean(self.raw_nbytes)),
+            bitmap_nbytes=int(bitmap), build_time_s=np.array(self.build_t), free_nodes=np.array(self.free_nodes),
+            digest_nbytes=np.array(self.nbytes), fp_at_build=np.array(self.fp_build),
+            node_stale_fraction=self.stale_count / n_ticks,
+        )

@@ -102,80 +102,108 @@ def pack_kernel(arrival, reserve, layer_ptr, runtime, xfer, link, n_links: int, 
     (arrival, reserve, layer_ptr, runtime, xfer, link, n_links, capacity, max_resident, window,
      switch_ns) = check_kernel_inputs(arrival, reserve, layer_ptr, runtime, xfer, link, n_links,
                                       capacity, max_resident, window, switch_ns)
-    n_jobs, n_layers = len(arrival), len(runtime)
-    start = np.full(n_layers, -1, np.int64)
-    end = np.full(n_layers, -1, np.int64)
-    xstart = np.full(n_layers, -1, np.int64)
-    xend = np.full(n_layers, -1, np.int64)
-    admit = np.full(n_jobs, -1, np.int64)
-    done = np.full(n_jobs, -1, np.int64)
-    order = [int(j) for j in np.argsort(arrival, kind="stable")]
-    taken = [False] * n_jobs
-    head = 0                      # order[:head] are all admitted
-    future = 0                    # order[future:] have not arrived yet (arrival > t)
-    nxt = [int(p) for p in layer_ptr[:-1]]  # next layer of each job
-    ready = [0] * n_jobs          # when that layer (or the job's release) can happen
-    link_free = [0] * n_links
-    resident: list[int] = []
-    mem_used, finished, t, last_job = 0, 0, 0, -1
-
-    while finished < n_jobs:
-        # 1. Release jobs whose last layer and transfer are over.
-        for j in [j for j in resident if nxt[j] == layer_ptr[j + 1] and ready[j] <= t]:
-            resident.remove(j)
-            mem_used -= int(reserve[j])
-            done[j] = ready[j]
-            finished += 1
-        if finished == n_jobs:
+    p = _Packer(arrival, reserve, layer_ptr, runtime, xfer, link, n_links)
+    while p.finished < p.n_jobs:
+        p.release()
+        if p.finished == p.n_jobs:
             break
-        # 2. Admit, first-fit over the first `window` arrived waiting jobs.
-        while head < n_jobs and taken[order[head]]:
-            head += 1
-        seen, i = 0, head
-        while i < n_jobs and seen < window and len(resident) < max_resident:
+        p.admit(capacity, max_resident, window)
+        best = p.longest_ready()
+        if best >= 0 and p.ready[best] <= p.t:
+            p.run_layer(best, switch_ns)
+            continue
+        p.t = p.next_event(best)
+    return p.start, p.end, p.xstart, p.xend, p.admit_t, p.done
+
+
+class _Packer:
+    """The packer's state between steps: the clock ``t`` (ns), resident jobs, next layers."""
+
+    def __init__(self, arrival, reserve, layer_ptr, runtime, xfer, link, n_links):
+        self.arrival, self.reserve, self.layer_ptr = arrival, reserve, layer_ptr
+        self.runtime, self.xfer, self.link = runtime, xfer, link
+        self.n_jobs = n_jobs = len(arrival)
+        n_layers = len(runtime)
+        self.start = np.full(n_layers, -1, np.int64)
+        self.end = np.full(n_layers, -1, np.int64)
+        self.xstart = np.full(n_layers, -1, np.int64)
+        self.xend = np.full(n_layers, -1, np.int64)
+        self.admit_t = np.full(n_jobs, -1, np.int64)
+        self.done = np.full(n_jobs, -1, np.int64)
+        self.order = [int(j) for j in np.argsort(arrival, kind="stable")]
+        self.taken = [False] * n_jobs
+        self.head = 0                      # order[:head] are all admitted
+        self.future = 0                    # order[future:] have not arrived yet (arrival > t)
+        self.nxt = [int(p) for p in layer_ptr[:-1]]  # next layer of each job
+        self.ready = [0] * n_jobs          # when that layer (or the job's release) can happen
+        self.link_free = [0] * n_links
+        self.resident: list[int] = []
+        self.mem_used, self.finished, self.t, self.last_job = 0, 0, 0, -1
+
+    def release(self) -> None:
+        """1. Release jobs whose last layer and transfer are over by ``t`` (their bytes free)."""
+        for j in [j for j in self.resident if self.nxt[j] == self.layer_ptr[j + 1] and self.ready[j] <= self.t]:
+            self.resident.remove(j)
+            self.mem_used -= int(self.reserve[j])
+            self.done[j] = self.ready[j]
+            self.finished += 1
+
+    def admit(self, capacity, max_resident, window) -> None:
+        """2. Admit at ``t``, first-fit over the first ``window`` arrived waiting jobs (bytes <= capacity)."""
+        order, taken = self.order, self.taken
+        while self.head < self.n_jobs and taken[order[self.head]]:
+            self.head += 1
+        seen, i = 0, self.head
+        while i < self.n_jobs and seen < window and len(self.resident) < max_resident:
             j = order[i]
             i += 1
             if taken[j]:
                 continue
-            if arrival[j] > t:
+            if self.arrival[j] > self.t:
                 break
             seen += 1
-            if mem_used + reserve[j] <= capacity:
+            if self.mem_used + self.reserve[j] <= capacity:
                 taken[j] = True
-                mem_used += int(reserve[j])
-                admit[j] = t
-                ready[j] = t
-                resident.append(j)
-        # 3. The resident job whose next layer has been ready longest.
+                self.mem_used += int(self.reserve[j])
+                self.admit_t[j] = self.t
+                self.ready[j] = self.t
+                self.resident.append(j)
+
+    def longest_ready(self) -> int:
+        """3. The resident job whose next layer has been ready longest (ties: lower index); -1 if none."""
         best = -1
-        for j in resident:
-            if nxt[j] < layer_ptr[j + 1] and (best < 0 or (ready[j], j) < (ready[best], best)):
+        for j in self.resident:
+            if self.nxt[j] < self.layer_ptr[j + 1] and (best < 0 or (self.ready[j], j) < (self.ready[best], best)):
                 best = j
-        if best >= 0 and ready[best] <= t:
-            k = nxt[best]
-            s = t + (switch_ns if last_job >= 0 and last_job != best else 0)
-            e = s + int(runtime[k])
-            start[k], end[k] = s, e
-            t, last_job = e, best
-            ready[best] = e
-            if xfer[k] > 0:
-                c = int(link[k])
-                xs = max(e, link_free[c])
-                xstart[k], xend[k] = xs, xs + int(xfer[k])
-                link_free[c] = xend[k]
-                ready[best] = int(xend[k])
-            nxt[best] = k + 1
-            continue
-        # 4. Nothing to run now: jump to the next event (a layer ready, a release, an arrival).
-        nxt_t = ready[best] if best >= 0 else -1
-        for j in resident:
-            if nxt[j] == layer_ptr[j + 1] and (nxt_t < 0 or ready[j] < nxt_t):
-                nxt_t = ready[j]
-        while future < n_jobs and arrival[order[future]] <= t:
-            future += 1
-        if future < n_jobs and (nxt_t < 0 or arrival[order[future]] < nxt_t):
-            nxt_t = int(arrival[order[future]])
+        return best
+
+    def run_layer(self, best, switch_ns) -> None:
+        """Run job ``best``'s next layer from ``t`` (plus ``switch_ns`` ns after another job), then its transfer."""
+        k = self.nxt[best]
+        s = self.t + (switch_ns if self.last_job >= 0 and self.last_job != best else 0)
+        e = s + int(self.runtime[k])
+        self.start[k], self.end[k] = s, e
+        self.t, self.last_job = e, best
+        self.ready[best] = e
+        if self.xfer[k] > 0:
+            c = int(self.link[k])
+            xs = max(e, self.link_free[c])
+            self.xstart[k], self.xend[k] = xs, xs + int(self.xfer[k])
+            self.link_free[c] = self.xend[k]
+            self.ready[best] = int(self.xend[k])
+        self.nxt[best] = k + 1
+
+    def next_event(self, best) -> int:
+        """4. Nothing to run now: the time (ns) of the next event (a layer ready, a release, an arrival)."""
+        nxt_t = self.ready[best] if best >= 0 else -1
+        for j in self.resident:
+            if self.nxt[j] == self.layer_ptr[j + 1] and (nxt_t < 0 or self.ready[j] < nxt_t):
+                nxt_t = self.ready[j]
+        order = self.order
+        while self.future < self.n_jobs and self.arrival[order[self.future]] <= self.t:
+            self.future += 1
+        if self.future < self.n_jobs and (nxt_t < 0 or self.arrival[order[self.future]] < nxt_t):
+            nxt_t = int(self.arrival[order[self.future]])
         if nxt_t < 0:
             raise RuntimeError("packing stalled: a waiting job can never fit (validate inputs first)")
-        t = nxt_t
-    return start, end, xstart, xend, admit, done
+        return nxt_t

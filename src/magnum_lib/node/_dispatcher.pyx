@@ -64,6 +64,55 @@ cdef inline void _give(intp_t d, int64_t i, intp_t k, time_ns t, time_ns quantum
     c.events += 1
 
 
+cdef inline void _retire(intp_t devices, time_ns t, int64_t[::1] remaining, int64_t[::1] finish,
+                         int64_t[::1] busy, int64_t[::1] item, int64_t[::1] run_cls, int64_t[::1] given,
+                         int64_t[::1] run_from, Counters* c) noexcept nogil:
+    """1. Every device whose item has ended by ``t`` (ns) finishes it and goes free."""
+    cdef intp_t d
+    cdef int64_t i
+    for d in range(devices):
+        i = item[d]
+        if i >= 0 and run_from[d] + remaining[i] <= t:
+            finish[i] = run_from[d] + remaining[i]
+            busy[d] += finish[i] - given[d]
+            c.work_done_ns += remaining[i]
+            remaining[i] = 0
+            item[d] = -1
+            run_cls[d] = -1
+            c.events += 1
+
+
+cdef inline void _audit(intp_t devices, intp_t n_classes, intp_t cap, time_ns t, int64_t[::1] remaining,
+                        int64_t[::1] qbuf, int64_t[::1] qhead, int64_t[::1] qlen, int64_t[::1] item,
+                        int64_t[::1] run_from, Counters* c) noexcept nogil:
+    """Recount at ``t``: work in = work done (credited + in progress) + work owed (ns); count a violation."""
+    cdef int64_t owed = 0, in_progress = 0, done, j
+    cdef intp_t k, d
+    for k in range(n_classes):
+        for j in range(qlen[k]):
+            owed += remaining[qbuf[k * cap + (qhead[k] + j) % cap]]
+    for d in range(devices):
+        if item[d] >= 0:
+            done = _done_by(remaining[item[d]], run_from[d], t)
+            in_progress += done
+            owed += remaining[item[d]] - done
+    c.audited += 1
+    c.violations += c.work_in_ns != c.work_done_ns + in_progress + owed
+
+
+cdef inline time_ns _soonest(time_ns next_arrival, intp_t devices, int64_t[::1] remaining,
+                             int64_t[::1] item, int64_t[::1] run_from) noexcept nogil:
+    """The next time (ns) at which something can change: an arrival or an end; -1 if none."""
+    cdef time_ns soonest = next_arrival, end
+    cdef intp_t d
+    for d in range(devices):
+        if item[d] >= 0:
+            end = run_from[d] + remaining[item[d]]
+            if soonest < 0 or end < soonest:
+                soonest = end
+    return soonest
+
+
 cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
                         const int64_t[::1] prio, intp_t devices, time_ns quantum,
                         time_ns pause_ns, time_ns resume_ns, bint preempt, intp_t n_classes,
@@ -74,21 +123,12 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
                         int64_t[::1] item, int64_t[::1] run_cls, int64_t[::1] given, int64_t[::1] run_from,
                         Counters* c) noexcept nogil:
     cdef intp_t n = arrival.shape[0], cap = n, d, k, victim, nxt = 0
-    cdef int64_t i, done, owed, in_progress, j
-    cdef time_ns t = 0, soonest, end
+    cdef int64_t i, done
+    cdef time_ns t = 0, soonest
     cdef bint decided
     while True:
         decided = False
-        for d in range(devices):  # 1. retire
-            i = item[d]
-            if i >= 0 and run_from[d] + remaining[i] <= t:
-                finish[i] = run_from[d] + remaining[i]
-                busy[d] += finish[i] - given[d]
-                c.work_done_ns += remaining[i]
-                remaining[i] = 0
-                item[d] = -1
-                run_cls[d] = -1
-                c.events += 1
+        _retire(devices, t, remaining, finish, busy, item, run_cls, given, run_from, c)  # 1. retire
         while nxt < n and arrival[nxt] <= t:  # 2. admit
             _push(qbuf, qhead, qlen, prio[nxt], cap, nxt, False)
             c.work_in_ns += work[nxt]
@@ -122,29 +162,11 @@ cdef void dispatch_loop(const int64_t[::1] arrival, const int64_t[::1] work,
             _give(victim, _pop_front(qbuf, qhead, qlen, k, cap), k, t, quantum, pause_ns, resume_ns,
                   pauses, start, item, run_cls, given, run_from, c)
             decided = True
-        if audit:  # work in = work done (credited + in progress) + work owed, recounted
-            owed = 0
-            in_progress = 0
-            for k in range(n_classes):
-                for j in range(qlen[k]):
-                    owed += remaining[qbuf[k * cap + (qhead[k] + j) % cap]]
-            for d in range(devices):
-                if item[d] >= 0:
-                    done = _done_by(remaining[item[d]], run_from[d], t)
-                    in_progress += done
-                    owed += remaining[item[d]] - done
-            c.audited += 1
-            c.violations += c.work_in_ns != c.work_done_ns + in_progress + owed
+        if audit:
+            _audit(devices, n_classes, cap, t, remaining, qbuf, qhead, qlen, item, run_from, c)
         c.visited += 1
         c.decisions += decided
-        soonest = -1  # next boundary at which something can change: an arrival or an end
-        if nxt < n:
-            soonest = arrival[nxt]
-        for d in range(devices):
-            if item[d] >= 0:
-                end = run_from[d] + remaining[item[d]]
-                if soonest < 0 or end < soonest:
-                    soonest = end
+        soonest = _soonest(arrival[nxt] if nxt < n else -1, devices, remaining, item, run_from)
         if soonest < 0 or t >= last_tick:
             break
         t = next_boundary(soonest, quantum)

@@ -72,18 +72,46 @@ def run_pool(arrival_ns, service_ns, server, hedge_ns: int, servers: int,
         (``"all"``), only removed if still waiting (``"queued"``), or left to run (``"none"``).
     """
     n = len(arrival_ns)
-    arrival, service, where = arrival_ns.tolist(), service_ns.tolist(), server.tolist()
-    drop_queued, stop_running = cancel in ("all", "queued"), cancel == "all"
+    arrival = arrival_ns.tolist()
     response = [0] * n
     done = [False] * n
     copied = [False] * n
-    waiting = [deque() for _ in range(servers)]
-    running = [-1] * servers  # task id (2 * request + copy) or -1 when idle
-    started = [0] * servers
-    busy = copies = makespan = 0
+    copies = 0
     heap = EventHeap(4 * servers + 16)
     for i in range(n):
         heap.push(arrival[i], i << 2 | _ARRIVE)
+    submit, finish, totals = _pool_actions(arrival, service_ns.tolist(), server.tolist(), servers, cancel,
+                                           heap, done, response)
+    while len(heap):
+        now, payload = heap.pop()
+        kind, ident = payload & 3, payload >> 2
+        if kind == _ARRIVE:
+            submit(2 * ident, now)
+            if hedge_ns >= 0:
+                heap.push(now + hedge_ns, ident << 2 | _HEDGE)
+        elif kind == _HEDGE:
+            if not done[ident]:
+                copies += 1
+                copied[ident] = True
+                submit(2 * ident + 1, now)
+        else:
+            finish(ident, now)
+    busy, makespan = totals()
+    return {"response_ns": np.asarray(response, dtype=np.int64), "copied": np.asarray(copied),
+            "copies": copies, "busy_ns": busy, "makespan_ns": makespan}
+
+
+def _pool_actions(arrival, service, where, servers, cancel, heap, done, response):
+    """The servers' actions over their queues: ``submit(task, now)``, ``finish(task, now)`` (ns).
+
+    Closures over the pool's state (the event loop's hot path); ``totals()`` returns the
+    busy server time and the makespan (ns). A task is ``2 * request + copy``.
+    """
+    drop_queued, stop_running = cancel in ("all", "queued"), cancel == "all"
+    waiting = [deque() for _ in range(servers)]
+    running = [-1] * servers  # task id or -1 when idle
+    started = [0] * servers
+    busy = makespan = 0
 
     def start_next(k: int, now: int) -> None:
         queue = waiting[k]
@@ -101,37 +129,29 @@ def run_pool(arrival_ns, service_ns, server, hedge_ns: int, servers: int,
         if running[k] < 0:
             start_next(k, now)
 
-    while len(heap):
-        now, payload = heap.pop()
-        kind, ident = payload & 3, payload >> 2
-        if kind == _ARRIVE:
-            submit(2 * ident, now)
-            if hedge_ns >= 0:
-                heap.push(now + hedge_ns, ident << 2 | _HEDGE)
-        elif kind == _HEDGE:
-            if not done[ident]:
-                copies += 1
-                copied[ident] = True
-                submit(2 * ident + 1, now)
-        else:
-            task, req = ident, ident >> 1
-            k = where[req][task & 1]
-            if running[k] != task:  # this copy was stopped while running: stale event
-                continue
-            busy += now - started[k]
-            makespan = now
-            start_next(k, now)
-            if done[req]:  # the loser, left running, ends: its answer is thrown away
-                continue
-            done[req] = True
-            response[req] = now - arrival[req]
-            sibling = task ^ 1
-            ks = where[req][sibling & 1]
-            if stop_running and running[ks] == sibling:  # stop the loser, free its server
-                busy += now - started[ks]
-                start_next(ks, now)
-    return {"response_ns": np.asarray(response, dtype=np.int64), "copied": np.asarray(copied),
-            "copies": copies, "busy_ns": busy, "makespan_ns": makespan}
+    def finish(task: int, now: int) -> None:
+        nonlocal busy, makespan
+        req = task >> 1
+        k = where[req][task & 1]
+        if running[k] != task:  # this copy was stopped while running: stale event
+            return
+        busy += now - started[k]
+        makespan = now
+        start_next(k, now)
+        if done[req]:  # the loser, left running, ends: its answer is thrown away
+            return
+        done[req] = True
+        response[req] = now - arrival[req]
+        sibling = task ^ 1
+        ks = where[req][sibling & 1]
+        if stop_running and running[ks] == sibling:  # stop the loser, free its server
+            busy += now - started[ks]
+            start_next(ks, now)
+
+    def totals() -> tuple[int, int]:
+        return busy, makespan
+
+    return submit, finish, totals
 
 
 @dataclass(frozen=True, eq=False)

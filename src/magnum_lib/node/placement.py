@@ -239,6 +239,40 @@ def _custom_choice(policy, finish_s, cost, arrival_s, sla_s, able) -> int:
     return int(d)
 
 
+_NEVER = np.iinfo(np.int64).max // 4  # service ns of a type without the precision: never chosen
+
+
+def _check_place_args(stream, devices, policy, seed, catalog):
+    """Check :func:`place`'s arguments; return the device keys, the custom policy (or None), its name, the seed."""
+    if not isinstance(stream, RequestStream):
+        raise TypeError("stream must be a RequestStream (request_stream / make_stream), "
+                        f"got {type(stream).__name__}")
+    keys = node_devices(devices, catalog)
+    custom = policy if callable(policy) else None
+    policy = getattr(custom, "__name__", "custom") if custom else check_choice("policy", policy, POLICIES)
+    return keys, custom, policy, check_int("seed", seed, 0)
+
+
+def _service_and_cost(stream, kinds, prices, precision, efficiency, catalog):
+    """Each request's cost matrix over ``kinds``, its service time (int64 ns, ``_NEVER`` if unable) and cost."""
+    cm = cost_matrix(kinds, stream.flops, stream.bytes_moved, precision=precision,
+                     efficiency=efficiency, missing="inf", catalog=catalog)
+    if not np.isfinite(cm.time_s).any(axis=1).all():
+        raise ParameterError("precision", f"{precision!r} is supported by none of the node's types {kinds}")
+    svc = np.where(np.isfinite(cm.time_s), np.maximum(np.rint(cm.time_s * NS_PER_S), 1), _NEVER).astype(np.int64)
+    cost = cm.energy_j if prices is None else cm.time_s * prices[None, :]
+    return cm, svc, cost
+
+
+def _per_type(kinds, kind_of, kind_j, busy, energy, makespan) -> tuple:
+    """Devices, requests, utilization (busy ns over ``makespan`` ns) and energy (J) of each device type."""
+    return tuple(
+        TypeStats(device_type=k, devices=int((kind_of == t).sum()), requests=int((kind_j == t).sum()),
+                  utilization=float(busy[kind_of == t].sum()) / ((kind_of == t).sum() * makespan),
+                  energy_j=float(energy[kind_j == t].sum()))
+        for t, k in enumerate(kinds))
+
+
 def place(stream: RequestStream, devices, policy: str = "cheapest_meeting_sla", price="energy",
           precision: str = "bf16", efficiency=1.0, seed: int = 0, catalog=None) -> PlacementResult:
     """Place every request of ``stream`` on a device of the node with ``policy``.
@@ -259,24 +293,12 @@ def place(stream: RequestStream, devices, policy: str = "cheapest_meeting_sla", 
     seed : int
         Seed of the random policy's draws.
     """
-    if not isinstance(stream, RequestStream):
-        raise TypeError("stream must be a RequestStream (request_stream / make_stream), "
-                        f"got {type(stream).__name__}")
-    keys = node_devices(devices, catalog)
-    custom = policy if callable(policy) else None
-    policy = getattr(custom, "__name__", "custom") if custom else check_choice("policy", policy, POLICIES)
-    seed = check_int("seed", seed, 0)
+    keys, custom, policy, seed = _check_place_args(stream, devices, policy, seed, catalog)
     kinds = tuple(dict.fromkeys(keys))  # device types, first-seen order
     kind_of = np.array([kinds.index(k) for k in keys])
     prices = _prices(price, kinds, catalog)
     started = time.perf_counter()
-    cm = cost_matrix(kinds, stream.flops, stream.bytes_moved, precision=precision,
-                     efficiency=efficiency, missing="inf", catalog=catalog)
-    if not np.isfinite(cm.time_s).any(axis=1).all():
-        raise ParameterError("precision", f"{precision!r} is supported by none of the node's types {kinds}")
-    big = np.iinfo(np.int64).max // 4  # a type without the precision: never chosen
-    svc = np.where(np.isfinite(cm.time_s), np.maximum(np.rint(cm.time_s * NS_PER_S), 1), big).astype(np.int64)
-    cost = cm.energy_j if prices is None else cm.time_s * prices[None, :]
+    cm, svc, cost = _service_and_cost(stream, kinds, prices, precision, efficiency, catalog)
     arrival = to_ns(stream.arrival_s)
     sla = to_ns(stream.sla_s)
     draws = np.random.default_rng(seed).random(len(stream))  # random policy: one uniform per request
@@ -289,12 +311,12 @@ def place(stream: RequestStream, devices, policy: str = "cheapest_meeting_sla", 
     for j in range(n):
         ends = np.maximum(free_at, arrival[j]) + svc[j, kind_of]
         if custom is not None:
-            able = svc[j, kind_of] < big
+            able = svc[j, kind_of] < _NEVER
             d = _custom_choice(custom, np.where(able, ends / NS_PER_S, np.inf),
                                np.where(able, cost[j, kind_of], np.inf), stream.arrival_s[j],
                                stream.sla_s[j], able)
         elif policy == "random":  # uniform over the devices that can run the request at all
-            able = np.flatnonzero(svc[j, kind_of] < big)
+            able = np.flatnonzero(svc[j, kind_of] < _NEVER)
             d = int(able[int(draws[j] * able.size)])
         elif policy == "fastest_first":
             d = int(np.argmin(ends))  # argmin takes the lowest index on a tie
@@ -316,11 +338,7 @@ def place(stream: RequestStream, devices, policy: str = "cheapest_meeting_sla", 
     energy = cm.energy_j[rows, kind_j]
     busy = np.bincount(chosen, weights=svc[rows, kind_j], minlength=len(keys))
     makespan = int(finish.max())
-    per_type = tuple(
-        TypeStats(device_type=k, devices=int((kind_of == t).sum()), requests=int((kind_j == t).sum()),
-                  utilization=float(busy[kind_of == t].sum()) / ((kind_of == t).sum() * makespan),
-                  energy_j=float(energy[kind_j == t].sum()))
-        for t, k in enumerate(kinds))
+    per_type = _per_type(kinds, kind_of, kind_j, busy, energy, makespan)
     p50, p99 = np.percentile(latency_ns, (50, 99)) / NS_PER_S
     latency_s = latency_ns / NS_PER_S
     for arr in (chosen, latency_s):

@@ -183,26 +183,33 @@ def shortest_augmenting_paths(cost: np.ndarray, return_steps: bool = False):
                 sink = j
                 break
             i = row4col[j]
-        # Prices: every scanned column (and the row holding it) moves by how much
-        # nearer it was than the sink, which keeps reduced costs >= 0 and makes the
-        # whole path tight.
-        u[new_row] += min_val
-        for k in range(n_todo + 1, n_cols):  # scanned columns except the sink
-            j = todo[k]
-            delta = min_val - dist[j]
-            u[row4col[j]] += delta
-            v[j] -= delta
-        # Flip the path from the sink back to new_row.
-        j = sink
-        while True:
-            i = pred[j]
-            row4col[j] = i
-            col4row[i], j = j, col4row[i]
-            if i == new_row:
-                break
+        _update_prices(u, v, new_row, min_val, dist, todo[n_todo + 1:], row4col)
+        _flip_path(sink, new_row, pred, row4col, col4row)
     result = (np.array(col4row, dtype=np.intp), np.array(u, dtype=np.float64),
               np.array(v, dtype=np.float64))
     return result + (steps,) if return_steps else result
+
+
+def _update_prices(u, v, new_row, min_val, dist, scanned, row4col) -> None:
+    """Move the duals: ``new_row`` by ``min_val``, each ``scanned`` column and its row by its lead on the sink."""
+    # Every scanned column (and the row holding it) moves by how much nearer it was than
+    # the sink, which keeps reduced costs >= 0 and makes the whole path tight.
+    u[new_row] += min_val
+    for j in scanned:  # scanned columns except the sink
+        delta = min_val - dist[j]
+        u[row4col[j]] += delta
+        v[j] -= delta
+
+
+def _flip_path(sink, new_row, pred, row4col, col4row) -> None:
+    """Augment: flip the path from column ``sink`` back to ``new_row`` (each row takes the next column)."""
+    j = sink
+    while True:
+        i = pred[j]
+        row4col[j] = i
+        col4row[i], j = j, col4row[i]
+        if i == new_row:
+            break
 
 
 def finish(col4row: np.ndarray, transposed: bool) -> tuple[np.ndarray, np.ndarray]:

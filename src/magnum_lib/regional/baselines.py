@@ -133,126 +133,156 @@ def simulate_scheduling(mode: str = "speculative", nodes: int = 64, devices: int
     state = NodeState.uniform(nodes, "h100_sxm", devices, checkpoint_bandwidth=checkpoint_bandwidth,
                               checkpoint_interval=checkpoint_interval)
     rng = np.random.default_rng(check_int("seed", seed, 0))
-    views = [StaleView(state, staleness if mode == "speculative" else 0) for _ in range(n_sched)]
-    scheds = [RegionalScheduler(v, policy, region=i, seed=int(rng.integers(2**31)))
-              for i, v in enumerate(views)]
-    ic = state.ic_code(state.ic_names[state.node_ic[0]])
-    mem = int(state.node_mem[0])
-    jobs = JobTable()
+    run = _Run(mode, state, rng, n_sched, staleness, policy, step_ns)
     rate = load * state.node_devices.sum() / (float(_SIZES @ _SIZE_P) * dur_ns / 1e9)
-    latencies: list[np.ndarray] = []
-    conflicts = preemptions = 0
-    wasted = ckpt_total = util_sum = held_sum = 0.0
-    total_devices = float(state.node_devices.sum())
     start = time.perf_counter()
-
     for step in range(rounds):
         now = step * tick_ns
-        jobs.state[state.reap(now)] = COMPLETED
-        k = rng.poisson(rate * tick_ns / 1e9)
+        pending = run.arrive(now, rng.poisson(rate * tick_ns / 1e9), priorities, dur_ns, devices)
+        for v in run.views:
+            v.refresh(now, force=mode != "speculative")
+        if mode == "pessimistic":
+            run.decide_serialised(pending, now)
+        else:
+            run.decide_concurrent(pending, now, retries if mode == "optimistic" else 0, max_attempts)
+        run.account_round(now, tick_ns)
+        if check_invariants:
+            state.check()
+            run.jobs.check(state)
+    return run.result(rounds, tick_ns, time.perf_counter() - start)
+
+
+class _Run:
+    """One run's nodes, schedulers, jobs and running totals; one method per step of a round."""
+
+    def __init__(self, mode, state, rng, n_sched, staleness, policy, step_ns):
+        self.mode, self.state, self.rng, self.n_sched, self.step_ns = mode, state, rng, n_sched, step_ns
+        self.views = [StaleView(state, staleness if mode == "speculative" else 0) for _ in range(n_sched)]
+        self.scheds = [RegionalScheduler(v, policy, region=i, seed=int(rng.integers(2**31)))
+                       for i, v in enumerate(self.views)]
+        self.ic = state.ic_code(state.ic_names[state.node_ic[0]])
+        self.mem = int(state.node_mem[0])
+        self.jobs = JobTable()
+        self.latencies: list[np.ndarray] = []
+        self.conflicts = self.preemptions = 0
+        self.wasted = self.ckpt_total = self.util_sum = self.held_sum = 0.0
+        self.total_devices = float(state.node_devices.sum())
+
+    def arrive(self, now, k, priorities, dur_ns, devices) -> np.ndarray:
+        """Reap jobs finished by ``now`` (ns), add ``k`` arrivals; return the placeable pending jobs."""
+        jobs, rng = self.jobs, self.rng
+        jobs.state[self.state.reap(now)] = COMPLETED
         jobs.add(rng.choice(_SIZES, k, p=_SIZE_P), rng.integers(0, priorities, k),
                  np.maximum(1, rng.exponential(dur_ns, k)).astype(np.int64))
         pending = jobs.pending()
         too_big = pending[jobs.count[pending] > devices]
         jobs.state[too_big] = REJECTED
         jobs.reason.update({int(j): "insufficient_devices" for j in too_big})
-        pending = pending[jobs.count[pending] <= devices]
-        owner = pending % n_sched  # jobs are dealt to schedulers by id
-        for v in views:
-            v.refresh(now, force=mode != "speculative")
+        return pending[jobs.count[pending] <= devices]
 
-        def place(j, who):
-            out = np.full(len(j), -1, dtype=np.int64)
-            for s in range(n_sched):
-                mine = who == s
-                if mine.any():
-                    c = len(j[mine])
-                    out[mine] = scheds[s].place_arrays(np.zeros(c), jobs.count[j[mine]],
-                                                       np.full(c, mem), np.full(c, ic))
-            return out
+    def place(self, j, who) -> np.ndarray:
+        """Node chosen for each job ``j`` by its scheduler ``who`` (-1: none fits)."""
+        out = np.full(len(j), -1, dtype=np.int64)
+        for s in range(self.n_sched):
+            mine = who == s
+            if mine.any():
+                c = len(j[mine])
+                out[mine] = self.scheds[s].place_arrays(np.zeros(c), self.jobs.count[j[mine]],
+                                                        np.full(c, self.mem), np.full(c, self.ic))
+        return out
 
-        def commit(j, node, allow_preempt, now=now):   # this round's time, bound here
-            nonlocal preemptions, wasted, ckpt_total
-            out = state.validate_arrays(node, np.zeros(len(j)), jobs.count[j], np.full(len(j), mem),
-                                        np.full(len(j), ic), now + jobs.remaining_ns[j],
-                                        jobs.prio[j], j, now, preempt=allow_preempt)
-            ok = out["code"] <= 1
-            jobs.state[j[ok]] = RUNNING
-            victims = out["pre_job"]
-            if len(victims):
-                # A victim still waiting for an earlier checkpoint (start in the future) has
-                # done nothing yet: no progress, nothing lost, and its wait carries over.
-                progress = np.maximum(0, now - out["pre_start"])
-                lost_ns = np.where(progress > 0, (out["lost_work_s"] * 1e9).round(), 0).astype(np.int64)
-                # Remaining work: what was left at its placement, minus progress since then,
-                # plus the work lost since its last checkpoint (redone after the restart).
-                jobs.remaining_ns[victims] = np.maximum(1, jobs.remaining_ns[victims] - progress + lost_ns)
-                jobs.state[victims] = PREEMPTED
-                preemptions += len(victims)
-                wasted += float((out["pre_count"] * lost_ns).sum()) / 1e9
-                ckpt_total += float(out["checkpoint_s"].sum())
-                # The checkpoint is simulated time: the preemptor's work starts (and ends)
-                # once every victim's memory is saved (devices save in parallel).
-                ckpt_ns = np.maximum((out["checkpoint_s"] * 1e9).round().astype(np.int64),
-                                     out["pre_start"] - now)
-                wait = np.zeros(len(j), dtype=np.int64)
-                np.maximum.at(wait, out["pre_by"], ckpt_ns)
-                slot = out["slot"][wait > 0]
-                state.slot_start[slot] += wait[wait > 0]
-                state.slot_expiry[slot] += wait[wait > 0]
-            return ok
+    def commit(self, j, node, allow_preempt, now) -> np.ndarray:
+        """The nodes validate the leases of jobs ``j`` at ``now`` (ns); return which were granted."""
+        jobs, n = self.jobs, len(j)
+        out = self.state.validate_arrays(node, np.zeros(n), jobs.count[j], np.full(n, self.mem),
+                                         np.full(n, self.ic), now + jobs.remaining_ns[j],
+                                         jobs.prio[j], j, now, preempt=allow_preempt)
+        ok = out["code"] <= 1
+        jobs.state[j[ok]] = RUNNING
+        if len(out["pre_job"]):
+            self._preempt(out, n, now)
+        return ok
 
-        if mode == "pessimistic":
-            # One lock: decisions in a random order, each on the truth as left by the last.
-            order = pending[rng.permutation(len(pending))]
-            node = place(order, np.zeros(len(order), dtype=np.int64)) if len(order) else order
-            placed = node >= 0
-            commit(order[placed], node[placed], False)
-            latencies.append(step_ns * (1 + np.arange(int(placed.sum()))))
-        else:
-            node = place(pending, owner)
-            tried = pending[node >= 0]
-            node = node[node >= 0]
-            for _ in range(1 + (retries if mode == "optimistic" else 0)):
-                if not len(tried):
-                    break
-                perm = rng.permutation(len(tried))  # arrival order at the nodes
-                tried, node = tried[perm], node[perm]
-                jobs.attempts[tried] += 1
-                ok = commit(tried, node, mode == "speculative")
-                conflicts += int((~ok).sum())
-                # Time spent deciding: every attempt so far, this round and earlier ones.
-                latencies.append(step_ns * jobs.attempts[tried[ok]].astype(np.int64))
-                jobs.attempts[tried[ok]] = 0
-                tried = tried[~ok]
-                if mode == "optimistic" and len(tried):
-                    for v in views:
-                        v.refresh(now, force=True)
-                    node = place(tried, tried % n_sched)
-                    tried, node = tried[node >= 0], node[node >= 0]
-            stuck = np.flatnonzero((jobs.attempts >= max_attempts) & (jobs.state == QUEUED))
-            jobs.state[stuck] = REJECTED
-            jobs.reason.update({int(j): "too_many_conflicts" for j in stuck})
-        # Device time of the round [now, now + tick): held slots whose work has not started
-        # yet are checkpointing their victims' memory; the rest do useful work.
+    def _preempt(self, out, n, now) -> None:
+        """Requeue the victims in ``out`` with their lost work (ns); delay their preemptors by the checkpoint."""
+        jobs, victims = self.jobs, out["pre_job"]
+        # A victim still waiting for an earlier checkpoint (start in the future) has
+        # done nothing yet: no progress, nothing lost, and its wait carries over.
+        progress = np.maximum(0, now - out["pre_start"])
+        lost_ns = np.where(progress > 0, (out["lost_work_s"] * 1e9).round(), 0).astype(np.int64)
+        # Remaining work: what was left at its placement, minus progress since then,
+        # plus the work lost since its last checkpoint (redone after the restart).
+        jobs.remaining_ns[victims] = np.maximum(1, jobs.remaining_ns[victims] - progress + lost_ns)
+        jobs.state[victims] = PREEMPTED
+        self.preemptions += len(victims)
+        self.wasted += float((out["pre_count"] * lost_ns).sum()) / 1e9
+        self.ckpt_total += float(out["checkpoint_s"].sum())
+        # The checkpoint is simulated time: the preemptor's work starts (and ends)
+        # once every victim's memory is saved (devices save in parallel).
+        ckpt_ns = np.maximum((out["checkpoint_s"] * 1e9).round().astype(np.int64),
+                             out["pre_start"] - now)
+        wait = np.zeros(n, dtype=np.int64)
+        np.maximum.at(wait, out["pre_by"], ckpt_ns)
+        slot = out["slot"][wait > 0]
+        self.state.slot_start[slot] += wait[wait > 0]
+        self.state.slot_expiry[slot] += wait[wait > 0]
+
+    def decide_serialised(self, pending, now) -> None:
+        """Pessimistic round at ``now`` (ns): one lock, decisions in a random order, each on the truth."""
+        order = pending[self.rng.permutation(len(pending))]
+        node = self.place(order, np.zeros(len(order), dtype=np.int64)) if len(order) else order
+        placed = node >= 0
+        self.commit(order[placed], node[placed], False, now)
+        self.latencies.append(self.step_ns * (1 + np.arange(int(placed.sum()))))
+
+    def decide_concurrent(self, pending, now, retries, max_attempts) -> None:
+        """Speculative or optimistic round at ``now`` (ns): every scheduler places, the nodes validate."""
+        jobs, mode = self.jobs, self.mode
+        node = self.place(pending, pending % self.n_sched)  # jobs are dealt to schedulers by id
+        tried = pending[node >= 0]
+        node = node[node >= 0]
+        for _ in range(1 + retries):
+            if not len(tried):
+                break
+            perm = self.rng.permutation(len(tried))  # arrival order at the nodes
+            tried, node = tried[perm], node[perm]
+            jobs.attempts[tried] += 1
+            ok = self.commit(tried, node, mode == "speculative", now)
+            self.conflicts += int((~ok).sum())
+            # Time spent deciding: every attempt so far, this round and earlier ones.
+            self.latencies.append(self.step_ns * jobs.attempts[tried[ok]].astype(np.int64))
+            jobs.attempts[tried[ok]] = 0
+            tried = tried[~ok]
+            if mode == "optimistic" and len(tried):
+                for v in self.views:
+                    v.refresh(now, force=True)
+                node = self.place(tried, tried % self.n_sched)
+                tried, node = tried[node >= 0], node[node >= 0]
+        stuck = np.flatnonzero((jobs.attempts >= max_attempts) & (jobs.state == QUEUED))
+        jobs.state[stuck] = REJECTED
+        jobs.reason.update({int(j): "too_many_conflicts" for j in stuck})
+
+    def account_round(self, now, tick_ns) -> None:
+        """Add the device time of the round [now, now + tick_ns) (ns): held, checkpointing, useful."""
+        # Held slots whose work has not started yet are checkpointing their victims' memory.
+        state = self.state
         held = state.slot_job >= 0
         ckpt_dev_ns = float((state.slot_count[held] * np.clip(state.slot_start[held] - now, 0, tick_ns)).sum())
-        wasted += ckpt_dev_ns / 1e9
-        held_sum += state.utilization()
-        util_sum += state.utilization() - ckpt_dev_ns / (tick_ns * total_devices)
-        if check_invariants:
-            state.check()
-            jobs.check(state)
+        self.wasted += ckpt_dev_ns / 1e9
+        self.held_sum += state.utilization()
+        self.util_sum += state.utilization() - ckpt_dev_ns / (tick_ns * self.total_devices)
 
-    lat = np.concatenate(latencies) / 1e9 if latencies else np.zeros(0)
-    return BaselineResult(
-        mode=mode, schedulers=n_sched, decisions=len(lat),
-        decision_latency_mean_s=float(lat.mean()) if len(lat) else 0.0,
-        decision_latency_p99_s=float(np.quantile(lat, 0.99)) if len(lat) else 0.0,
-        utilization=util_sum / rounds, conflicts=conflicts, preemptions=preemptions,
-        wasted_work_device_s=wasted, checkpoint_s_total=ckpt_total, held_utilization=held_sum / rounds,
-        capacity_device_s=total_devices * rounds * tick_ns / 1e9, jobs=jobs.counts(),
-        wall_s=time.perf_counter() - start)
+    def result(self, rounds, tick_ns, wall_s) -> BaselineResult:
+        """The summary of ``rounds`` rounds of ``tick_ns`` (ns); latencies in seconds."""
+        lat = np.concatenate(self.latencies) / 1e9 if self.latencies else np.zeros(0)
+        return BaselineResult(
+            mode=self.mode, schedulers=self.n_sched, decisions=len(lat),
+            decision_latency_mean_s=float(lat.mean()) if len(lat) else 0.0,
+            decision_latency_p99_s=float(np.quantile(lat, 0.99)) if len(lat) else 0.0,
+            utilization=self.util_sum / rounds, conflicts=self.conflicts, preemptions=self.preemptions,
+            wasted_work_device_s=self.wasted, checkpoint_s_total=self.ckpt_total,
+            held_utilization=self.held_sum / rounds, capacity_device_s=self.total_devices * rounds * tick_ns / 1e9,
+            jobs=self.jobs.counts(), wall_s=wall_s)
 
 
 def compare(**kwargs) -> dict:

@@ -93,6 +93,22 @@ def _check_fraction(name: str, value, upper_open: bool = False) -> float:
     return float(value)
 
 
+def _check_args(nodes, concurrent, slots, priorities, trials, seed, policy, staleness, load, churn):
+    """Check :func:`simulate_contention`'s arguments; return them as ints, the policy's code, staleness (s)."""
+    n = check_int("nodes", nodes, 1)
+    c = check_int("concurrent", concurrent, 1)
+    s = check_int("slots", slots, 1, 4096)
+    k = check_int("priorities", priorities, 1, 2**31 - 1)
+    trials = check_int("trials", trials, 1)
+    seed = check_int("seed", seed, 0)
+    policy_code = POLICIES.index(check_choice("policy", policy, POLICIES))
+    stale_s = as_ns("staleness", staleness) / 1e9
+    load = _check_fraction("load", load)
+    if isinstance(churn, bool) or not isinstance(churn, (int, float)) or not 0 <= churn < math.inf:
+        raise ParameterError("churn", f"must be a finite number of events/s >= 0, got {churn!r}")
+    return n, c, s, k, trials, seed, policy_code, stale_s, load
+
+
 def simulate_contention(nodes: int, concurrent: int, slots: int = 1, policy: str = "random",
                         staleness="2ms", trials: int = 10_000, seed: int = 0, load: float = 0.0,
                         churn: float = 50.0, priorities: int = 1, module=None) -> ContentionResult:
@@ -116,17 +132,8 @@ def simulate_contention(nodes: int, concurrent: int, slots: int = 1, policy: str
     module : optional
         Kernel module override (parity tests); default the active backend.
     """
-    n = check_int("nodes", nodes, 1)
-    c = check_int("concurrent", concurrent, 1)
-    s = check_int("slots", slots, 1, 4096)
-    k = check_int("priorities", priorities, 1, 2**31 - 1)
-    trials = check_int("trials", trials, 1)
-    seed = check_int("seed", seed, 0)
-    policy_code = POLICIES.index(check_choice("policy", policy, POLICIES))
-    stale_s = as_ns("staleness", staleness) / 1e9
-    load = _check_fraction("load", load)
-    if isinstance(churn, bool) or not isinstance(churn, (int, float)) or not 0 <= churn < math.inf:
-        raise ParameterError("churn", f"must be a finite number of events/s >= 0, got {churn!r}")
+    n, c, s, k, trials, seed, policy_code, stale_s, load = _check_args(
+        nodes, concurrent, slots, priorities, trials, seed, policy, staleness, load, churn)
     mod = module or _kernels()
 
     start = time.perf_counter()

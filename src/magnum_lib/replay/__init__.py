@@ -129,6 +129,35 @@ def _gavel_kernel(pol, jobs, placement, backend):
     return _compiled("magnum_lib.replay._gavel_rounds", backend)
 
 
+def _check_replay_args(jobs, cluster, placement, seed, restore_s, backend) -> int:
+    """Check :func:`replay`'s inputs (jobs, cluster, placement, restore_s in s, backend); return the seed."""
+    check_replay_inputs(jobs, cluster)
+    if len(jobs) == 0:  # every figure would be a mean of nothing (NaN)
+        raise ParameterError("jobs", "is empty: nothing to replay (a trace with only its header, or "
+                                     "filters that keep no job?)")
+    check_choice("placement", placement, PLACEMENTS)
+    seed = check_int("seed", seed, 0, 2**63 - 1)
+    if not (isinstance(restore_s, (int, float)) and 0 <= restore_s <= 1e6):
+        raise ParameterError("restore_s", f"must be seconds in [0, 1e6], got {restore_s!r}")
+    if backend not in (None, "compiled", "python"):
+        raise ParameterError("backend", f"must be None, 'compiled' or 'python', got {backend!r}")
+    return seed
+
+
+def _fast_loop(pol, jobs, cluster, placement, backend):
+    """The fast-loop module for this replay (compiled, else its Python adapter), or None for the readable loop."""
+    # Only the shipped classes themselves: a subclass may change schedule(), so it runs in
+    # the readable loop (as every user policy does).
+    use_fast = (type(pol) in _FAST_CLASSES and getattr(pol, "fast", None) is not None and placement == "pooled"
+                and len(cluster.type_names) == 1 and jobs.whole_gpus and jobs.speed is None
+                and jobs.type_mask is None and backend != "python")
+    if not use_fast:
+        return None
+    from magnum_lib.replay import fastloop_ref
+
+    return _compiled("magnum_lib.replay._fastloop", backend) or fastloop_ref
+
+
 def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
            placement: str = "pooled", seed: int = 0, restore_s: float = 0.0,
            backend: str | None = None, progress: bool | None = None,
@@ -157,30 +186,12 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
         A one-item list kept at the simulated seconds reached (Python loop; what an
         interrupted replay reports).
     """
-    check_replay_inputs(jobs, cluster)
-    if len(jobs) == 0:  # every figure would be a mean of nothing (NaN)
-        raise ParameterError("jobs", "is empty: nothing to replay (a trace with only its header, or "
-                                     "filters that keep no job?)")
-    check_choice("placement", placement, PLACEMENTS)
-    seed = check_int("seed", seed, 0, 2**63 - 1)
-    if not (isinstance(restore_s, (int, float)) and 0 <= restore_s <= 1e6):
-        raise ParameterError("restore_s", f"must be seconds in [0, 1e6], got {restore_s!r}")
-    if backend not in (None, "compiled", "python"):
-        raise ParameterError("backend", f"must be None, 'compiled' or 'python', got {backend!r}")
+    seed = _check_replay_args(jobs, cluster, placement, seed, restore_s, backend)
     pol = make_policy(policy) if isinstance(policy, str) else as_policy(policy)
     from magnum_lib.replay import engine_ref
     engine_ref.check_fits(jobs, cluster)
-    # Only the shipped classes themselves: a subclass may change schedule(), so it runs in
-    # the readable loop (as every user policy does).
-    use_fast = (type(pol) in _FAST_CLASSES and getattr(pol, "fast", None) is not None and placement == "pooled"
-                and len(cluster.type_names) == 1 and jobs.whole_gpus and jobs.speed is None
-                and jobs.type_mask is None and backend != "python")
-    fast = None
     gavel = _gavel_kernel(pol, jobs, placement, backend)
-    if use_fast:
-        from magnum_lib.replay import fastloop_ref
-
-        fast = _compiled("magnum_lib.replay._fastloop", backend) or fastloop_ref
+    fast = _fast_loop(pol, jobs, cluster, placement, backend)
     round_s = None if pol.round_s is None else engine_ref.check_round_s(pol.name, pol.round_s)
     est = estimate(jobs, cluster, round_s, fast=fast is not None or gavel is not None,
                    lp=round_s is not None and pol.name.startswith("gavel"))

@@ -448,32 +448,11 @@ def normalize(policy: str, out, state) -> Decision:
     """Turn what ``schedule`` returned into a checked :class:`Decision` (or raise PolicyError)."""
     if out is None:
         return Decision()
-    if isinstance(out, Plan):
-        out = out.decision()
-    elif isinstance(out, (list, tuple)):
-        out = Decision(start=list(out))
-    elif not isinstance(out, Decision):
-        raise PolicyError(policy, f"schedule() must return a Plan, a Decision, a list of job ids "
-                                  f"or None, got {excerpt(out)}")
-    for what in ("start", "preempt"):
-        items = getattr(out, what)
-        if not isinstance(items, (list, tuple)):
-            raise PolicyError(policy, f"Decision.{what} must be a list of job ids, got "
-                                      f"{type(items).__name__} {excerpt(items)}")
+    out = _as_decision(policy, out)
     n = len(state.jobs)
     free = state.free.copy()
-    seen = set()
-    preempt = []
-    for item in out.preempt:
-        jid = _as_job_id(policy, "preempt", item, n)
-        if jid in seen:
-            raise PolicyError(policy, f"preempt job {jid}: listed twice")
-        if state.status[jid] != 2:
-            raise PolicyError(policy, f"preempt job {jid}: it is not running "
-                                      f"({_STATUS[state.status[jid]]})")
-        seen.add(jid)
-        free[state.alloc[jid]] += int(state.jobs.gpu_milli[jid])
-        preempt.append(jid)
+    preempt = _checked_preempt(policy, out.preempt, state, free, n)
+    seen = set(preempt)
     start, started = [], set()
     for item in out.start:
         gpus = gtype = None
@@ -490,40 +469,85 @@ def normalize(policy: str, out, state) -> Decision:
         if state.status[jid] != 1 and jid not in seen:  # (preempted above = moved)
             raise PolicyError(policy, f"{what}: it is not waiting ({_STATUS[state.status[jid]]})")
         started.add(jid)
-        need = int(state.jobs.num_gpus[jid])
-        milli = int(state.jobs.gpu_milli[jid])
-        if gtype is not None and gtype not in state.cluster.type_names:
-            raise PolicyError(policy, f"{what}: unknown GPU type {excerpt(gtype)} "
-                                      f"(types: {', '.join(state.cluster.type_names)})")
-        if gpus is None:
-            gpus = state.place(jid, free, gtype)
-            if gpus is None:
-                raise PolicyError(policy, f"{what}: needs {need} GPU(s) of {milli} milli, "
-                                          f"not free after the earlier items of this decision")
-        try:
-            gpus = [int(g) for g in gpus]
-        except (TypeError, ValueError):
-            raise PolicyError(policy, f"{what}: GPU ids must be integers, got {excerpt(gpus)}") from None
-        if len(gpus) != need:
-            raise PolicyError(policy, f"{what}: a gang of {need} GPU(s) needs all of them at once, "
-                                      f"got {len(gpus)}")
-        if len(set(gpus)) != len(gpus):
-            raise PolicyError(policy, f"{what}: GPU given twice in {excerpt(gpus)}")
-        for g in gpus:
-            if not 0 <= g < free.size:
-                raise PolicyError(policy, f"{what}: unknown GPU {g} (GPUs are 0..{free.size - 1})")
-            if free[g] < milli or (milli == 1000 and free[g] != 1000):
-                raise PolicyError(policy, f"{what}: GPU {g} is already given ({1000 - free[g]} "
-                                          f"of 1000 milli in use)")
-        types = set(state.gpu_type[gpus].tolist())
-        if len(types) != 1:
-            raise PolicyError(policy, f"{what}: a gang must be on GPUs of one type")
-        t = types.pop()
-        if not state.allowed(jid, t):
-            raise PolicyError(policy, f"{what}: cannot run on GPU type "
-                                      f"{state.cluster.type_names[t]!r}")
-        free[gpus] -= milli
+        gpus = _checked_gang(policy, what, jid, gpus, gtype, state, free)
+        free[gpus] -= int(state.jobs.gpu_milli[jid])
         start.append((jid, gpus))
+    return Decision(start, preempt, None, _checked_wake(policy, out))
+
+
+def _as_decision(policy: str, out) -> Decision:
+    """A Plan, a list of job ids or a Decision as a Decision whose ``start`` and ``preempt`` are lists."""
+    if isinstance(out, Plan):
+        out = out.decision()
+    elif isinstance(out, (list, tuple)):
+        out = Decision(start=list(out))
+    elif not isinstance(out, Decision):
+        raise PolicyError(policy, f"schedule() must return a Plan, a Decision, a list of job ids "
+                                  f"or None, got {excerpt(out)}")
+    for what in ("start", "preempt"):
+        items = getattr(out, what)
+        if not isinstance(items, (list, tuple)):
+            raise PolicyError(policy, f"Decision.{what} must be a list of job ids, got "
+                                      f"{type(items).__name__} {excerpt(items)}")
+    return out
+
+
+def _checked_preempt(policy: str, items, state, free, n: int) -> list:
+    """The running jobs to preempt, each once; their GPUs' milli go back to ``free`` (in place)."""
+    seen: set = set()
+    preempt = []
+    for item in items:
+        jid = _as_job_id(policy, "preempt", item, n)
+        if jid in seen:
+            raise PolicyError(policy, f"preempt job {jid}: listed twice")
+        if state.status[jid] != 2:
+            raise PolicyError(policy, f"preempt job {jid}: it is not running "
+                                      f"({_STATUS[state.status[jid]]})")
+        seen.add(jid)
+        free[state.alloc[jid]] += int(state.jobs.gpu_milli[jid])
+        preempt.append(jid)
+    return preempt
+
+
+def _checked_gang(policy: str, what: str, jid: int, gpus, gtype, state, free) -> list:
+    """Job ``jid``'s GPUs (given, or placed on ``gtype``), checked free (milli) and of one allowed type."""
+    need = int(state.jobs.num_gpus[jid])
+    milli = int(state.jobs.gpu_milli[jid])
+    if gtype is not None and gtype not in state.cluster.type_names:
+        raise PolicyError(policy, f"{what}: unknown GPU type {excerpt(gtype)} "
+                                  f"(types: {', '.join(state.cluster.type_names)})")
+    if gpus is None:
+        gpus = state.place(jid, free, gtype)
+        if gpus is None:
+            raise PolicyError(policy, f"{what}: needs {need} GPU(s) of {milli} milli, "
+                                      f"not free after the earlier items of this decision")
+    try:
+        gpus = [int(g) for g in gpus]
+    except (TypeError, ValueError):
+        raise PolicyError(policy, f"{what}: GPU ids must be integers, got {excerpt(gpus)}") from None
+    if len(gpus) != need:
+        raise PolicyError(policy, f"{what}: a gang of {need} GPU(s) needs all of them at once, "
+                                  f"got {len(gpus)}")
+    if len(set(gpus)) != len(gpus):
+        raise PolicyError(policy, f"{what}: GPU given twice in {excerpt(gpus)}")
+    for g in gpus:
+        if not 0 <= g < free.size:
+            raise PolicyError(policy, f"{what}: unknown GPU {g} (GPUs are 0..{free.size - 1})")
+        if free[g] < milli or (milli == 1000 and free[g] != 1000):
+            raise PolicyError(policy, f"{what}: GPU {g} is already given ({1000 - free[g]} "
+                                      f"of 1000 milli in use)")
+    types = set(state.gpu_type[gpus].tolist())
+    if len(types) != 1:
+        raise PolicyError(policy, f"{what}: a gang must be on GPUs of one type")
+    t = types.pop()
+    if not state.allowed(jid, t):
+        raise PolicyError(policy, f"{what}: cannot run on GPU type "
+                                  f"{state.cluster.type_names[t]!r}")
+    return gpus
+
+
+def _checked_wake(policy: str, out: Decision):
+    """The decision's wake-up time in ns (the earlier of ``wake_ns`` and ``wake_s``), or None."""
     wake = out.wake_ns
     if wake is not None:
         if isinstance(wake, bool) or not isinstance(wake, numbers.Integral) or not 0 <= wake <= _WAKE_MAX_NS:
@@ -537,7 +561,7 @@ def normalize(policy: str, out, state) -> Decision:
                                       f"got {excerpt(w)}")
         w = math.ceil(w * NS)
         wake = w if wake is None else min(wake, w)
-    return Decision(start, preempt, None, wake)
+    return wake
 
 
 _STATUS = {0: "not submitted yet", 1: "waiting", 2: "running", 3: "finished"}

@@ -139,6 +139,40 @@ def summarize(digests, wall_s: float) -> dict:
     cfg = runs[0]["cfg"]
     keys = runs[0]["type_keys"]
     cnt = sum(r["cnt"] for r in runs)
+    dev = sum(r["dev_by_type"] for r in runs)
+    busy = sum(r["busy_type"] for r in runs)
+    energy = float(busy / NS_PER_S @ _power_per_type(runs))
+    n = sum(r["n"] for r in runs)
+    done = sum(r["done"] for r in runs)
+    dropped = sum(r["dropped"] for r in runs)
+    trace = [{"t_ms": float(t / 1e6), "event": TRACE_EVENTS[e], "node": int(nd)}
+             for t, e, nd in runs[0]["trace"] if e >= 0]
+    sim_s = cfg.duration_s
+    return {
+        "preset_config": {k: v for k, v in cfg.to_dict().items() if k != "classes"},
+        "backend": runs[0]["backend"],
+        "regions": len(runs),
+        "nodes": int(sum(r["n_nodes"] for r in runs)),
+        "devices": int(dev.sum()),
+        "rate_per_region": float(np.mean([r["rate"] for r in runs])),
+        **_latency_summary(runs, cfg),
+        **_utilization_summary(runs, keys, busy, dev, cfg.duration_s * NS_PER_S),
+        **_counter_summary(cnt, runs),
+        "energy_j": energy,
+        "energy_per_request_j": energy / max(done, 1),
+        "requests": {"total": n, "done": done, "dropped": dropped,
+                     "dropped_reason": {"retries_exhausted": dropped},
+                     "in_flight": sum(r["in_flight"] for r in runs), "started": sum(r["started"] for r in runs)},
+        "trace": {"request": runs[0]["trace_id"], "region": 0, "events": trace},
+        "events": int(cnt[K.K_EVENTS]),
+        "wall_s": float(wall_s),
+        "sim_s": float(sim_s),
+        "requests_per_wall_s": float(n / wall_s) if wall_s > 0 else None,
+    }
+
+
+def _latency_summary(runs, cfg) -> dict:
+    """Decision latency (ms, with its breakdown), end-to-end latency per class (ms) and SLA attainment."""
     # pooled samples; one region's are used as they are (only read below): no 70 MB copy
     cat = lambda name: runs[0][name] if len(runs) == 1 else np.concatenate([r[name] for r in runs])  # noqa: E731
     dl, e2e, e2e_cls = cat("dl"), cat("e2e"), cat("e2e_cls")
@@ -152,38 +186,32 @@ def summarize(digests, wall_s: float) -> dict:
         mine = e2e[e2e_cls == c]
         sla[rc.name] = float((mine <= round(rc.sla_s * NS_PER_S)).sum() / cls_count[c]) if cls_count[c] else None
         e2e_ms[rc.name] = _pct_ms(mine)
-    dev = sum(r["dev_by_type"] for r in runs)
-    horizon_ns = cfg.duration_s * NS_PER_S
-    busy = sum(r["busy_type"] for r in runs)
+    return {"decision_latency_ms": {**_pct_ms(dl), "mean": float(dl.mean() / 1e6) if len(dl) else None,
+                                    "breakdown": breakdown},
+            "end_to_end_ms": e2e_ms,
+            "sla_attainment": sla}
+
+
+def _utilization_summary(runs, keys, busy, dev, horizon_ns) -> dict:
+    """Inference utilization per device type over ``horizon_ns`` (ns), with training, and its series (s)."""
     util_series = (np.mean([r["util"] for r in runs], axis=0) if len(runs[0]["util"])
                    else np.zeros((0, len(keys))))
-    energy = float(busy / NS_PER_S @ _power_per_type(runs))
-    leases = int(cnt[K.K_LEASES])
-    refused = int(cnt[K.K_REFUSED] + cnt[K.K_EXPIRED])
-    n = sum(r["n"] for r in runs)
-    done = sum(r["done"] for r in runs)
-    dropped = sum(r["dropped"] for r in runs)
-    trace = [{"t_ms": float(t / 1e6), "event": TRACE_EVENTS[e], "node": int(nd)}
-             for t, e, nd in runs[0]["trace"] if e >= 0]
-    ages = cnt[K.K_VIEW_SAMPLES]
-    sim_s = cfg.duration_s
     return {
-        "preset_config": {k: v for k, v in cfg.to_dict().items() if k != "classes"},
-        "backend": runs[0]["backend"],
-        "regions": len(runs),
-        "nodes": int(sum(r["n_nodes"] for r in runs)),
-        "devices": int(dev.sum()),
-        "rate_per_region": float(np.mean([r["rate"] for r in runs])),
-        "decision_latency_ms": {**_pct_ms(dl), "mean": float(dl.mean() / 1e6) if len(dl) else None,
-                                "breakdown": breakdown},
-        "end_to_end_ms": e2e_ms,
-        "sla_attainment": sla,
         "utilization": {k: float((busy[t] + 0) / (dev[t] * horizon_ns)) if dev[t] else None
                         for t, k in enumerate(keys)},
         "utilization_with_training": {k: float(util_series[:, t].mean()) if len(util_series) else None
                                       for t, k in enumerate(keys)},
         "utilization_series": {"t_s": [float(t / NS_PER_S) for t in runs[0]["util_t"]],
                                **{k: [float(x) for x in util_series[:, t]] for t, k in enumerate(keys)}},
+    }
+
+
+def _counter_summary(cnt, runs) -> dict:
+    """The counters ``cnt`` as leases, preemptions, hedges (times in s) and staleness (ms)."""
+    leases = int(cnt[K.K_LEASES])
+    refused = int(cnt[K.K_REFUSED] + cnt[K.K_EXPIRED])
+    ages = cnt[K.K_VIEW_SAMPLES]
+    return {
         "leases": {"issued": leases, "accepted": int(cnt[K.K_ACCEPT]),
                    "accepted_micro_preempt": int(cnt[K.K_ACCEPT_MICRO]),
                    "accepted_checkpoint_preempt": int(cnt[K.K_ACCEPT_CKPT]), "queued": int(cnt[K.K_QUEUED]),
@@ -206,14 +234,4 @@ def summarize(digests, wall_s: float) -> dict:
         "staleness_ms": {"mean_view_age": float(cnt[K.K_VIEW_AGE_NS] / ages / 1e6) if ages else 0.0,
                          "gossip_lag_rounds_mean": float(runs[0]["lag_mean"]),
                          "gossip_ticks": int(cnt[K.K_GOSSIP])},
-        "energy_j": energy,
-        "energy_per_request_j": energy / max(done, 1),
-        "requests": {"total": n, "done": done, "dropped": dropped,
-                     "dropped_reason": {"retries_exhausted": dropped},
-                     "in_flight": sum(r["in_flight"] for r in runs), "started": sum(r["started"] for r in runs)},
-        "trace": {"request": runs[0]["trace_id"], "region": 0, "events": trace},
-        "events": int(cnt[K.K_EVENTS]),
-        "wall_s": float(wall_s),
-        "sim_s": float(sim_s),
-        "requests_per_wall_s": float(n / wall_s) if wall_s > 0 else None,
     }

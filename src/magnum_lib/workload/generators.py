@@ -177,10 +177,22 @@ def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon
         state0 = int(rng.random() < mean_burst_s / (mean_base_s + mean_burst_s))
     else:
         state0 = int(start == "burst")
-    means = np.array([mean_base_s, mean_burst_s])
-    rates = np.array([base_rate, burst_rate])
+    starts, lengths, state = _markov_segments(rng, state0, np.array([mean_base_s, mean_burst_s]), horizon)
+    counts = rng.poisson(np.array([base_rate, burst_rate])[state] * lengths)
+    if method == "spacings":
+        times = _segment_points_by_spacings(rng, counts, starts, lengths)
+    else:
+        times = np.sort(np.repeat(starts, counts) + rng.random(counts.sum()) * np.repeat(lengths, counts))
+    times = in_unit(times, u)
+    if return_states:
+        return times, in_unit(starts, u), state.astype(np.int8)
+    return times
+
+
+def _markov_segments(rng, state0: int, means: np.ndarray, horizon: float):
+    """The alternating states' segments over [0, horizon) s: start times (s), lengths (s), states (0/1)."""
     # Draw dwell times in blocks until they cover the horizon; states alternate.
-    cycle = mean_base_s + mean_burst_s
+    cycle = means.sum()
     block = max(16, int(2 * horizon / cycle) + 16)
     dwells, total = [], 0.0
     k = 0
@@ -190,37 +202,33 @@ def bursty_arrivals(base_rate, burst_rate, mean_base_s, mean_burst_s, *, horizon
         dwells.append(d)
         total += d.sum()
         k += block
-    dwell = np.concatenate(dwells)
-    ends = np.cumsum(dwell)
+    ends = np.cumsum(np.concatenate(dwells))
     nseg = int(np.searchsorted(ends, horizon, side="left")) + 1
     starts = np.concatenate(([0.0], ends[: nseg - 1]))
     lengths = np.minimum(ends[:nseg], horizon) - starts
-    state = (state0 + np.arange(nseg)) % 2
-    counts = rng.poisson(rates[state] * lengths)
-    if method == "spacings":
-        # n sorted uniforms on [0, 1) are S_1/S_{n+1} .. S_n/S_{n+1}, S_k partial sums of
-        # n + 1 exponentials: one cumulative sum over all segments, each normalized.
-        m = counts + 1
-        c = rng.standard_exponential(int(m.sum()))
-        np.cumsum(c, out=c)
-        last = np.cumsum(m) - 1
-        base = np.concatenate(([0.0], c[last[:-1]]))
-        scale = lengths / (c[last] - base)
-        times = np.empty(int(counts.sum()))
-        o = 0
-        for k in range(nseg):  # in place, segment by segment: no sort, no temporaries
-            a, n = int(last[k] - counts[k]), int(counts[k])
-            seg = times[o:o + n]
-            np.subtract(c[a:a + n], base[k], out=seg)
-            seg *= scale[k]
-            seg += starts[k]
-            o += n
-        np.maximum.accumulate(times, out=times)  # rounding at segment ends: stay sorted
-    else:
-        times = np.sort(np.repeat(starts, counts) + rng.random(counts.sum()) * np.repeat(lengths, counts))
-    times = in_unit(times, u)
-    if return_states:
-        return times, in_unit(starts, u), state.astype(np.int8)
+    return starts, lengths, (state0 + np.arange(nseg)) % 2
+
+
+def _segment_points_by_spacings(rng, counts, starts, lengths) -> np.ndarray:
+    """``counts[k]`` sorted uniform points (s) in each segment [starts[k], starts[k] + lengths[k]), no sort."""
+    # n sorted uniforms on [0, 1) are S_1/S_{n+1} .. S_n/S_{n+1}, S_k partial sums of
+    # n + 1 exponentials: one cumulative sum over all segments, each normalized.
+    m = counts + 1
+    c = rng.standard_exponential(int(m.sum()))
+    np.cumsum(c, out=c)
+    last = np.cumsum(m) - 1
+    base = np.concatenate(([0.0], c[last[:-1]]))
+    scale = lengths / (c[last] - base)
+    times = np.empty(int(counts.sum()))
+    o = 0
+    for k in range(len(counts)):  # in place, segment by segment: no sort, no temporaries
+        a, n = int(last[k] - counts[k]), int(counts[k])
+        seg = times[o:o + n]
+        np.subtract(c[a:a + n], base[k], out=seg)
+        seg *= scale[k]
+        seg += starts[k]
+        o += n
+    np.maximum.accumulate(times, out=times)  # rounding at segment ends: stay sorted
     return times
 
 
