@@ -2,7 +2,8 @@
 
 ``validate``     input checks and :class:`~magnum_lib.base.validate.ParameterError`
 ``kernel_args``  argument checks shared by the compiled kernels' wrappers and references
+``rng``          SplitMix64 and xorshift64* (compiled twin: ``_rng.pxd``, cimported by kernels)
 
 The import rule (docs/ARCHITECTURE.md) lets every package import ``base``; ``base``
-imports nothing of ``magnum_lib``.
+imports nothing of ``magnum_lib``. A kernel cimports the ``.pxd`` primitives.
 """

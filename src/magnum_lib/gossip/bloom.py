@@ -6,7 +6,7 @@ H100?" from a few bits per free node instead of the list of ids. A key sets ``k`
 ``h2' = 1 + h2 mod (m-1)`` never 0 (Kirsch & Mitzenmacher; ``m`` prime by default);
 a query is "maybe" when all ``k`` bits are set, so false positives happen at a rate of
 about ``(1 - exp(-k n / m))**k`` after ``n`` keys and false negatives never. The hashes
-(splitmix64 for integers, salted BLAKE2b for bytes) and the bit layout are those of the
+(base.rng.hash64 for integers, salted BLAKE2b for bytes) and the bit layout are those of the
 readable reference :mod:`magnum_lib.gossip.bloom_ref`; both give byte-identical arrays.
 
 Two backends, decided by measuring (``benchmarks/bench_bloom.py``, 10^6 node ids,
@@ -16,7 +16,7 @@ random bytes dominates) and answer 2-10e6 queries/s; the compiled ``_bloom.pyx``
 inserts 7-11e6/s and answers 5-25e6/s (2-7x; it also replaces the per-position modulo
 by one subtraction). The digest of the article's 600,000-node fleet (a third free) builds
 in about 13 ms compiled, which is what makes "every 10 ms" simulable at that size.
-Hashing (numpy splitmix64 or BLAKE2b) is shared by both backends, so they set the same bits.
+Hashing (numpy hash64 or BLAKE2b) is shared by both backends, so they set the same bits.
 
 Accuracy (measured, tests/test_gossip_bloom.py): for m >= 10^4 bits the false-positive
 rate of 10^5 non-member queries sits within binomial-plus-fill noise of the formula
@@ -38,6 +38,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.base.rng import hash64, hash64_array
 from magnum_lib.gossip import bloom_ref
 
 __all__ = ["BloomFilter", "optimal_params", "expected_fp_rate", "union_all", "is_prime", "next_prime",
@@ -140,14 +141,6 @@ def optimal_params(n: int, fp_rate: float) -> tuple[int, int]:
         m += max(1, m // 1000)
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """Vectorized :func:`bloom_ref.splitmix64` (uint64 arithmetic wraps mod 2**64)."""
-    z = x + _U64(bloom_ref._GAMMA)
-    z = (z ^ (z >> _U64(30))) * _U64(bloom_ref._MUL1)
-    z = (z ^ (z >> _U64(27))) * _U64(bloom_ref._MUL2)
-    return z ^ (z >> _U64(31))
-
-
 def _int_keys(keys) -> np.ndarray:
     """Integer keys as a uint64 array, or an error naming the problem."""
     arr = np.asarray(keys)
@@ -162,8 +155,8 @@ def _hash_many(keys, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``(h1, h2)`` arrays for an integer array or an iterable of bytes/str keys."""
     if isinstance(keys, np.ndarray) and keys.dtype.kind not in "OSU":
         x = _int_keys(keys)
-        h1 = _splitmix64(x ^ _U64(bloom_ref.splitmix64(seed)))
-        return h1, _splitmix64(h1)
+        h1 = hash64_array(x ^ _U64(hash64(seed)))
+        return h1, hash64_array(h1)
     keys = list(keys)
     if all(isinstance(key, (bytes, bytearray, memoryview, str)) for key in keys):
         pairs = [bloom_ref.key_hashes(key, seed) for key in keys]
@@ -396,8 +389,8 @@ def member_flags(is_member: np.ndarray, m: int, k: int, seed: int = 0) -> np.nda
     m = _check_int("m", m, 1, M_MAX)
     k = _check_int("k", k, 1, K_MAX)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
-    h1 = _splitmix64(np.arange(len(is_member), dtype=_U64) ^ _U64(bloom_ref.splitmix64(seed)))
-    h2 = _splitmix64(h1)
+    h1 = hash64_array(np.arange(len(is_member), dtype=_U64) ^ _U64(hash64(seed)))
+    h2 = hash64_array(h1)
     bits = np.zeros((m + 7) // 8, dtype=np.uint8)
     kernels = _kernels()
     kernels.add_hashed(bits, h1[is_member], h2[is_member], m, k)

@@ -8,6 +8,7 @@ from libc.string cimport memcpy
 import numpy as np
 
 from magnum_lib._typedefs cimport intp_t
+from magnum_lib.base._rng cimport below64, xorshift64_seed, xorshift64star
 from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
 from magnum_lib.node._dispatcher cimport most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node._hedge_rule cimport HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
@@ -15,9 +16,6 @@ from magnum_lib.regional._place_rule cimport better_of_two, ring_first
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
                                               lease_verdict, lost_work_ns)
 from magnum_lib.sim import core_ref as _ref
-
-cdef extern from *:
-    ctypedef unsigned long long uint128_t "unsigned __int128"
 
 cdef enum:
     EV_ROUND = 0
@@ -208,13 +206,6 @@ cdef inline void sort_entries(HeapEntry* a, intp_t n) noexcept nogil:
         a[j + 1] = x
 
 
-cdef inline uint64_t xorshift(uint64_t x) noexcept nogil:
-    x ^= x >> 12
-    x ^= x << 25
-    x ^= x >> 27
-    return x
-
-
 cdef class Core:
     """The request-path simulation of one region (see ``core_ref.Core``)."""
 
@@ -363,9 +354,7 @@ cdef class Core:
         self.cnt = A["cnt"]
         self.busy_type = A["busy_type"]
         self.skip = A["skip"]
-        self.rng = <uint64_t> self.seed * <uint64_t> 0x9E3779B97F4A7C15 + 1
-        if self.rng == 0:
-            self.rng = 1
+        self.rng = xorshift64_seed(<uint64_t> self.seed)
         self.heap.capacity = 1024
         self.heap.size = 0
         self.heap.next_seq = 0
@@ -502,8 +491,7 @@ cdef class Core:
 
     cdef inline uint64_t _rand(self, uint64_t n) noexcept nogil:
         # uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)
-        self.rng = xorshift(self.rng)
-        return <uint64_t> ((<uint128_t> (self.rng * <uint64_t> 0x2545F4914F6CDD1D) * n) >> 64)
+        return below64(xorshift64star(&self.rng), n)
 
     cdef inline void _trace(self, int64_t r, int64_t t, int64_t code, int64_t nd) noexcept nogil:
         if r == self.trace_id and self.ntrace < TRACE_ROWS:

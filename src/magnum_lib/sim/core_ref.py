@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import heapq
 
+from magnum_lib.base.rng import below64, xorshift64_seed, xorshift64star
 from magnum_lib.node.dispatcher_ref import most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node.hedge_rule_ref import HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional.hashing import ring_first
@@ -100,8 +101,6 @@ from magnum_lib.regional.validator_ref import (
     lease_verdict,
     lost_work_ns,
 )
-
-MASK64 = (1 << 64) - 1
 
 # Event kinds (low 3 bits of the payload).
 EV_ROUND, EV_LEASE, EV_FINISH, EV_HEDGE, EV_GOSSIP, EV_RETRY, EV_CKPT = range(7)
@@ -137,19 +136,6 @@ PARAMS = ("n_nodes", "n_req", "n_types", "n_cls", "n_sched", "round_ns", "rtt_ha
           "n_rank", "resume_ns", "part_leases")
 
 
-def xorshift(state: int) -> int:
-    """xorshift64* step (Vigna 2016), 64-bit wrap-around, mirrored in ``_core.pyx``."""
-    x = state
-    x ^= x >> 12
-    x ^= (x << 25) & MASK64
-    x ^= x >> 27
-    return x
-
-
-def scramble(x: int) -> int:
-    return (x * 0x2545F4914F6CDD1D) & MASK64
-
-
 class Core:
     """The request-path simulation of one region; see the module docstring."""
 
@@ -159,7 +145,7 @@ class Core:
         self.p = p
         for k, v in p.items():
             setattr(self, k, v)
-        self.rng = (p["seed"] * 0x9E3779B97F4A7C15 + 1) & MASK64 or 1
+        self.rng = xorshift64_seed(p["seed"])
         self.heap: list = []
         self.seq = 0
         self.now = 0
@@ -183,8 +169,8 @@ class Core:
 
     def _rand(self, n):
         """Uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)."""
-        self.rng = xorshift(self.rng)
-        return (scramble(self.rng) * n) >> 64
+        self.rng, x = xorshift64star(self.rng)
+        return below64(x, n)
 
     def _trace(self, r, t, code, node):
         if r == self.trace_id and self.ntrace < TRACE_ROWS:
