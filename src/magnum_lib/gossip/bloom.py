@@ -38,6 +38,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.base.kernel_args import int_scalar
 from magnum_lib.base.rng import hash64, hash64_array
 from magnum_lib.gossip import bloom_ref
 
@@ -64,23 +65,15 @@ def _kernels():
     return pick("magnum_lib.gossip._bloom", "magnum_lib.gossip.bloom_ref")
 
 
-def _check_int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
-    return int(value)
-
-
 def expected_fp_rate(n: int, m: int, k: int) -> float:
     """``(1 - exp(-k n / m))**k``: false-positive rate after ``n`` distinct keys.
 
     The standard approximation (each of ``k n`` bit settings lands uniformly and
     independently); exact to O(k n / m**2) for the large ``m`` used here.
     """
-    n = _check_int("n", n, 0, 2**63)
-    m = _check_int("m", m, 1, M_MAX)
-    k = _check_int("k", k, 1, K_MAX)
+    n = int_scalar("n", n, 0, 2**63)
+    m = int_scalar("m", m, 1, M_MAX)
+    k = int_scalar("k", k, 1, K_MAX)
     return (1.0 - math.exp(-k * n / m)) ** k
 
 
@@ -125,7 +118,7 @@ def optimal_params(n: int, fp_rate: float) -> tuple[int, int]:
     is rounded up to a prime so that every key's ``k`` bits are distinct (see
     :mod:`magnum_lib.gossip.bloom_ref`); primes are dense, so that adds a few bits.
     """
-    n = _check_int("n", n, 1, 2**48)
+    n = int_scalar("n", n, 1, 2**48)
     if isinstance(fp_rate, bool) or not isinstance(fp_rate, numbers.Real) or not 0 < fp_rate < 1:
         raise ValueError(f"fp_rate must be a number in (0, 1), got {fp_rate!r}")
     m = max(2, math.ceil(-n * math.log(fp_rate) / math.log(2) ** 2))
@@ -209,9 +202,9 @@ class BloomFilter:
     __slots__ = ("_m", "_k", "_seed", "_bits")
 
     def __init__(self, m: int, k: int, seed: int = 0):
-        self._m = _check_int("m", m, 1, M_MAX)
-        self._k = _check_int("k", k, 1, K_MAX)
-        self._seed = _check_int("seed", seed, 0, 2**64 - 1)
+        self._m = int_scalar("m", m, 1, M_MAX)
+        self._k = int_scalar("k", k, 1, K_MAX)
+        self._seed = int_scalar("seed", seed, 0, 2**64 - 1)
         self._bits = np.zeros((self._m + 7) // 8, dtype=np.uint8)
 
     @property
@@ -386,9 +379,9 @@ def member_flags(is_member: np.ndarray, m: int, k: int, seed: int = 0) -> np.nda
     is_member = np.asarray(is_member)
     if is_member.dtype != bool or is_member.ndim != 1:
         raise TypeError(f"is_member must be a 1-d boolean array, got {is_member.dtype} of shape {is_member.shape}")
-    m = _check_int("m", m, 1, M_MAX)
-    k = _check_int("k", k, 1, K_MAX)
-    seed = _check_int("seed", seed, 0, 2**64 - 1)
+    m = int_scalar("m", m, 1, M_MAX)
+    k = int_scalar("k", k, 1, K_MAX)
+    seed = int_scalar("seed", seed, 0, 2**64 - 1)
     h1 = hash64_array(np.arange(len(is_member), dtype=_U64) ^ _U64(hash64(seed)))
     h2 = hash64_array(h1)
     bits = np.zeros((m + 7) // 8, dtype=np.uint8)

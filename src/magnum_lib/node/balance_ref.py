@@ -44,6 +44,7 @@ import math
 
 import numpy as np
 
+from magnum_lib.base.kernel_args import int_scalar
 from magnum_lib.base.rng import MASK64, below32, splitmix64, unit_double
 
 RANDOM, POWER_OF_D, STALE, BATCH = 0, 1, 2, 3
@@ -56,9 +57,9 @@ MAX_DECISIONS = 10**12
 
 
 def _check_integers(**values) -> None:
+    """Each value an integer that fits int64 (TypeError / ValueError before any C conversion)."""
     for name, value in values.items():
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+        int_scalar(name, value, -(2**63), 2**63 - 1)
 
 
 def check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.planner.metrics import group_placements
 from magnum_lib.planner.plan import ALGORITHMS, Plan, plan
 from magnum_lib.planner.snapshot import BANDWIDTH_TIERS_GBPS, Snapshot, make_snapshot
@@ -39,11 +40,11 @@ CAPS = {"assignment": {"nodes": 1024, "jobs": 256}, "lp": {"nodes": 1024, "jobs"
 
 
 def _check_int(name: str, value, lo: int, hi: int) -> int | str:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return f"{name} must be an integer, got {value!r}"
-    if not lo <= int(value) <= hi:
-        return f"{name} must be in [{lo}, {hi}], got {value}"
-    return int(value)
+    """``value`` as an int in [lo, hi], or the message the explorer shows instead."""
+    try:
+        return check_int(name, value, lo, hi)
+    except ParameterError as err:
+        return str(err)
 
 
 @functools.lru_cache(maxsize=64)
