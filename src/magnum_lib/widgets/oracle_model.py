@@ -39,7 +39,7 @@ CAPS = {"assignment": {"nodes": 1024, "jobs": 256}, "lp": {"nodes": 1024, "jobs"
 """Explorer-only size caps per algorithm (nodes, jobs): above them the scenario is a message."""
 
 
-def _check_int(name: str, value, lo: int, hi: int) -> int | str:
+def _int_or_message(name: str, value, lo: int, hi: int) -> int | str:
     """``value`` as an int in [lo, hi], or the message the explorer shows instead."""
     try:
         return check_int(name, value, lo, hi)
@@ -134,8 +134,8 @@ def evaluate(racks: int, jobs: int, weight: float, algo: str, *, seed: int = 0,
 
     Bad values and the explorer's caps give a scenario with ``ok=False`` and a message.
     """
-    r = _check_int("racks", racks, *RACKS_RANGE)
-    j = _check_int("jobs", jobs, *JOBS_RANGE)
+    r = _int_or_message("racks", racks, *RACKS_RANGE)
+    j = _int_or_message("jobs", jobs, *JOBS_RANGE)
     for v in (r, j):
         if isinstance(v, str):
             return _refused(racks, jobs, weight, algo, v)
