@@ -17,7 +17,7 @@ import time
 import pytest
 
 from magnum_lib import cli
-from magnum_lib.replay import engine_ref
+from magnum_lib.replay import event_loop
 from tests.conftest import SHARED_DATA, TRACES_FOUND
 
 LIMIT_S = 20.0  # per case; refusals take milliseconds, accepted runs are capped at --max-wall 2s
@@ -180,7 +180,7 @@ def _trace_cases(tmp):
 
 
 def test_fuzz_new_surfaces(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(engine_ref, "POLICY_CPU_S", 0.5)  # the spinning plug-in: stopped sooner
+    monkeypatch.setattr(event_loop, "POLICY_CPU_S", 0.5)  # the spinning plug-in: stopped sooner
     cases = list(_simulate_cases())
     if TRACES_FOUND:
         cases += list(_replay_cases(tmp_path)) + list(_trace_cases(tmp_path))

@@ -58,7 +58,7 @@ loop (``_fastloop.pyx``) unless ``MAGNUM_PUREPYTHON=1`` or ``backend="python"``;
 ``GavelRounds`` / ``GavelFIFO`` with pooled placement and whole GPUs (no type mask) run in
 their own compiled loop (``_gavel_rounds.pyx``: the engine loop with Gavel's rounds inlined,
 calling Python only for the LP at allocation resets), under the same switches;
-everything else (and every user policy, subclasses included) runs in ``engine_ref.py``.
+everything else (and every user policy, subclasses included) runs in ``event_loop.py``.
 Both give the same numbers (tests/test_replay_parity.py, tests/test_replay_gavel_fast.py).
 """
 from __future__ import annotations
@@ -168,8 +168,8 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     if backend not in (None, "compiled", "python"):
         raise ParameterError("backend", f"must be None, 'compiled' or 'python', got {backend!r}")
     pol = make_policy(policy) if isinstance(policy, str) else as_policy(policy)
-    from magnum_lib.replay import engine_ref
-    engine_ref.check_fits(jobs, cluster)
+    from magnum_lib.replay import event_loop
+    event_loop.check_fits(jobs, cluster)
     # Only the shipped classes themselves: a subclass may change schedule(), so it runs in
     # the readable loop (as every user policy does).
     use_fast = (type(pol) in _FAST_CLASSES and getattr(pol, "fast", None) is not None and placement == "pooled"
@@ -178,10 +178,10 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     fast = None
     gavel = _gavel_kernel(pol, jobs, placement, backend)
     if use_fast:
-        from magnum_lib.replay import fastloop_ref
+        from magnum_lib.replay import fastloop_adapter
 
-        fast = _compiled("magnum_lib.replay._fastloop", backend) or fastloop_ref
-    round_s = None if pol.round_s is None else engine_ref.check_round_s(pol.name, pol.round_s)
+        fast = _compiled("magnum_lib.replay._fastloop", backend) or fastloop_adapter
+    round_s = None if pol.round_s is None else event_loop.check_round_s(pol.name, pol.round_s)
     est = estimate(jobs, cluster, round_s, fast=fast is not None or gavel is not None,
                    lp=round_s is not None and pol.name.startswith("gavel"))
     check_budget(est, max_memory, max_wall_s)
@@ -205,7 +205,7 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
                                 pol.fast, round(restore_s * NS))
             name = "compiled" if fast.__name__.endswith("_fastloop") else "python"
         else:
-            out = engine_ref.run(jobs, cluster, pol, placement, seed, restore_s, bar, clock)
+            out = event_loop.run(jobs, cluster, pol, placement, seed, restore_s, bar, clock)
             name = "python"
     finally:
         if bar is not None:
