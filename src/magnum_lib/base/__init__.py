@@ -7,5 +7,6 @@
 ``_heap.pxd``   the binary heap of (time, seq, payload) entries every compiled event loop uses
 
 The import rule (docs/ARCHITECTURE.md) lets every package import ``base``; ``base``
-imports nothing of ``magnum_lib``. A kernel cimports the ``.pxd`` primitives.
+imports nothing of ``magnum_lib`` but the C typedefs (``_typedefs.pxd``). A kernel cimports
+the ``.pxd`` primitives.
 """
