@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml setup.py
 # Incremental: setup.py runs only when a .pyx/.pxd (or setup.py) is newer than the last
 # build, and then recompiles only the modules that changed. The debug build (bounds
 # checks on) lives apart in build/debug: see test-debug.
-CYTHON_SOURCES := $(shell find src/magnum_lib -name '*.pyx' -o -name '*.pxd')
+CYTHON_SOURCES := $(shell find src/magnum_lib -name '*.pyx' -o -name '*.pxd' -o -name '*.pxi')
 BUILT := build/.built-release
 
 build: $(BUILT)

@@ -1,4 +1,4 @@
-"""The readable replay loop (``engine_ref.py``, the one user policies run in): jobs/s on one
+"""The readable replay loop (``event_loop.py``, the one user policies run in): jobs/s on one
 Philly VC, beside the compiled loop on the same jobs in the same run. Prints one JSON object.
 
     PYTHONPATH=src MAGNUM_SHARED_DATA=../shared/data python benchmarks/bench_replay_ref.py [--vc 0e4a51]

@@ -149,7 +149,7 @@ def test_mix_within_tolerance_accepted():
     ({"mix": {}}, "non-empty mapping"),
     ({"mix": [("h100", 1.0)]}, "non-empty mapping"),
     ({"mix": {"h100": 0.5, "H100_SXM": 0.5}}, "appears twice"),
-    ({"regions": 0}, "regions must be a positive integer"),
+    ({"regions": 0}, "regions must be >= 1"),
     ({"regions": -1}, "regions"),
     ({"regions": 1.5}, "regions"),
     ({"regions": True}, "regions"),

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from magnum_lib import cli
-from magnum_lib.replay import engine_ref
+from magnum_lib.replay import event_loop
 from tests.conftest import SHARED_DATA, TRACES_FOUND
 
 LIMIT_S = 20.0  # per case; refusals take milliseconds, accepted runs are capped at --max-wall 2s
@@ -247,7 +247,7 @@ def _trace_cases(tmp):
 def test_fuzz_new_surfaces(tmp_path, monkeypatch, capsys):
     from magnum_lib.commands import replay as replay_command
 
-    monkeypatch.setattr(engine_ref, "POLICY_CPU_S", 0.5)  # the spinning plug-in: stopped sooner
+    monkeypatch.setattr(event_loop, "POLICY_CPU_S", 0.5)  # the spinning plug-in: stopped sooner
     monkeypatch.setattr(replay_command, "ISOLATE_START_S", 4.0)  # the sleeping one: 5 s, not 31 s
     cases = list(_simulate_cases())
     if TRACES_FOUND:

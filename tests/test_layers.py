@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "magnum_lib"
 
 # Lower ranks first. Units of the same rank may not import each other (siblings).
 RANK = {
-    "_backend": 0, "_resources": 0, "_typedefs": 0, "base": 0,
+    "_typedefs": -1,                              # the C typedefs (intp_t, time_ns): below even the base
+    "_backend": 0, "_resources": 0, "base": 0,
     "__init__": 1, "_kit": 1,                     # the facade: backend(), __version__; where the notebooks are
     "engine": 2,
     "units": 3,

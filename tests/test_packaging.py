@@ -297,7 +297,7 @@ def test_makefile_compiles_once_and_quietly():
     assert re.search(r"^BUILT := build/\.built-release$", makefile, re.M)
     rule = re.search(r"^\$\(BUILT\): (.*?)\n(.*?)(?=^\S)", makefile, re.M | re.S)
     assert set(rule.group(1).split()) == {"$(STAMP)", "setup.py", "$(CYTHON_SOURCES)"}
-    assert "-name '*.pyx' -o -name '*.pxd'" in makefile
+    assert "-name '*.pyx' -o -name '*.pxd' -o -name '*.pxi'" in makefile  # .pxi: generated includes
     build = rule.group(2)
     # the compiler's output goes to the log; only setup.py's own lines (the up-front warning
     # that compiling takes minutes, one progress line per module) reach the terminal

@@ -12,7 +12,7 @@ import pytest
 
 from magnum_lib import cli
 from magnum_lib.base.validate import ParameterError
-from magnum_lib.replay import Policy, ReplayCluster, engine_ref, make_jobs, replay
+from magnum_lib.replay import Policy, ReplayCluster, event_loop, make_jobs, replay
 from magnum_lib.sim import make_config
 from magnum_lib.sim.budget import check_budget, estimate
 from tests.conftest import TRACES_FOUND
@@ -150,7 +150,7 @@ class _Spins(Policy):
     (_Rounds(-1.0), "round_s must be None or seconds"),
 ])
 def test_hostile_policy_is_stopped_and_named(monkeypatch, policy, match):
-    monkeypatch.setattr(engine_ref, "POLICY_CPU_S", 0.5)
+    monkeypatch.setattr(event_loop, "POLICY_CPU_S", 0.5)
     jobs = make_jobs([0, 0, 5], [100, 30, 50], [2, 4, 1])
     t0 = time.perf_counter()
     with pytest.raises(ParameterError, match=match):

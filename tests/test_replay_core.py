@@ -175,10 +175,10 @@ def test_nothing_is_half_applied():
 
     pol = Scripted(decide)
     jobs = make_jobs([0, 0], [10, 10], [2, 2])
-    from magnum_lib.replay import engine_ref
+    from magnum_lib.replay import event_loop
     from magnum_lib.replay.api import normalize
 
-    st = engine_ref._State(jobs, _one_node(4), "pooled", 0, 0)
+    st = event_loop._State(jobs, _one_node(4), "pooled", 0, 0)
     st.status[:] = 1
     before = st.free.copy()
     with pytest.raises(PolicyError):
@@ -229,9 +229,9 @@ def test_placements_choose_gpus(placement, expected):
             return plan
 
     jobs = make_jobs([0, 1], [100, 10], [1, 3])
-    from magnum_lib.replay import engine_ref
+    from magnum_lib.replay import event_loop
 
-    st = engine_ref._State(jobs, ReplayCluster.uniform(2, 4), placement, 0, 0)
+    st = event_loop._State(jobs, ReplayCluster.uniform(2, 4), placement, 0, 0)
     st.free[0] = 0
     gpus = st.place(1, st.free)
     if placement == "pooled":

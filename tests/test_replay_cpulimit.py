@@ -10,7 +10,7 @@ import time
 import pytest
 
 from magnum_lib.base.validate import ParameterError
-from magnum_lib.replay import Policy, ReplayCluster, cpulimit, engine_ref, make_jobs, replay
+from magnum_lib.replay import Policy, ReplayCluster, cpulimit, event_loop, make_jobs, replay
 
 
 @pytest.fixture(params=[False, True], ids=["watchdog", "itimer"])
@@ -18,7 +18,7 @@ def mechanism(request, monkeypatch):
     if request.param and not hasattr(__import__("signal"), "ITIMER_VIRTUAL"):
         pytest.skip("no POSIX CPU timer here")
     monkeypatch.setattr(cpulimit, "USE_ITIMER", request.param)
-    monkeypatch.setattr(engine_ref, "POLICY_CPU_S", 0.3)
+    monkeypatch.setattr(event_loop, "POLICY_CPU_S", 0.3)
     return request.param
 
 

@@ -5,8 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magnum_lib.base.validate import ParameterError
-from magnum_lib.sim import EVOLUTION, make_config, simulate
-from magnum_lib.sim import core_ref as K
+from magnum_lib.sim import EVOLUTION, contract, make_config, simulate
 from magnum_lib.sim.model import build_region, core_module, run_region
 from magnum_lib.sim.run import run_config
 
@@ -68,10 +67,10 @@ def test_backends_agree_on_paused_inference(knobs):
     the resume cost, paused hedge losers withdrawn from their queue, long quanta: same arrays."""
     cfg = make_config("magnum_v2", duration_s=0.3, load=1.3, seed=5, **knobs)
     a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
-    cnt, paused_now = a.A["cnt"], int((a.A["cstate"] == K.CS_PAUSED).sum())
-    assert cnt[K.K_PAUSED] > 100 and cnt[K.K_UNPAUSED] > 100
+    cnt, paused_now = a.A["cnt"], int((a.A["cstate"] == contract.CS_PAUSED).sum())
+    assert cnt[contract.K_PAUSED] > 100 and cnt[contract.K_UNPAUSED] > 100
     if knobs.get("hedge_factor"):  # a pause ends in a resume, a withdrawal, or is still waiting
-        assert cnt[K.K_PAUSED] - cnt[K.K_UNPAUSED] - paused_now > 0
+        assert cnt[contract.K_PAUSED] - cnt[contract.K_UNPAUSED] - paused_now > 0
     for name in a.A:
         assert np.array_equal(a.A[name], b.A[name]), name
 
@@ -85,8 +84,8 @@ def test_paused_work_is_neither_lost_nor_done_twice(backend):
     run_region(run)
     run.core.advance(int(60e9))
     A = run.A
-    assert A["cnt"][K.K_PAUSED] > 20 and (A["status"] == K.ST_DONE).all()
-    T = int(run.params[K.PARAMS.index("n_types")])
+    assert A["cnt"][contract.K_PAUSED] > 20 and (A["status"] == contract.ST_DONE).all()
+    T = int(run.params[contract.PARAMS.index("n_types")])
     base = A["service"][A["cls"].astype(np.int64) * T + A["node_type"][A["cnode"][0::2]]]
     dur = (base * A["noise"].astype(np.float64)).astype(np.int64) + A["cls_setup"][A["cls"]] + 1
     assert int(A["busy_type"].sum()) == int(dur.sum())
@@ -133,9 +132,9 @@ def _check_invariants(run, drained):
     assert (A["qlen"] >= 0).all()
     # The node's class queues hold qlen copies; a paused copy waits in one (at its node), and
     # the device slots hold exactly the running copies.
-    n_rank = int(run.params[K.PARAMS.index("n_rank")])
+    n_rank = int(run.params[contract.PARAMS.index("n_rank")])
     assert np.array_equal(A["nq_len"].reshape(-1, n_rank).sum(axis=1), A["qlen"])
-    paused = A["cstate"] == K.CS_PAUSED
+    paused = A["cstate"] == contract.CS_PAUSED
     assert (np.bincount(A["cnode"][paused], minlength=len(dev)) <= A["qlen"]).all()
     assert (A["cend"][paused] > 0).all()  # a paused copy still owes work
     assert sorted(A["slot_copy"][A["slot_copy"] >= 0].tolist()) == np.flatnonzero(live).tolist()
@@ -143,26 +142,26 @@ def _check_invariants(run, drained):
     status = A["status"]
     n = len(status)
     cnt = A["cnt"]
-    assert cnt[K.K_PAUSED] >= cnt[K.K_UNPAUSED] + paused.sum()  # paused: resumed, waiting, or withdrawn
-    assert int(cnt[K.K_DONE]) == int((status == K.ST_DONE).sum())
-    assert int(cnt[K.K_DROPPED]) == int((status == K.ST_DROP).sum())
+    assert cnt[contract.K_PAUSED] >= cnt[contract.K_UNPAUSED] + paused.sum()  # paused: resumed, waiting, or withdrawn
+    assert int(cnt[contract.K_DONE]) == int((status == contract.ST_DONE).sum())
+    assert int(cnt[contract.K_DROPPED]) == int((status == contract.ST_DROP).sum())
     assert ((status >= 0) & (status <= 3)).all() and n == np.isin(status, [0, 1, 2, 3]).sum()
     # The parts of decision latency add up to it exactly.
     started = A["start"] >= 0
     assert np.array_equal(A["comp"][started].sum(axis=1), (A["start"] - A["arr"])[started])
     assert (A["comp"] >= 0).all()
     # Leases: every one handled at the node is accepted (maybe preempting/queued) or refused.
-    handled = cnt[K.K_ACCEPT] + cnt[K.K_ACCEPT_MICRO] + cnt[K.K_ACCEPT_CKPT] + cnt[K.K_REFUSED] + cnt[K.K_EXPIRED]
-    assert handled <= cnt[K.K_LEASES]
+    handled = cnt[contract.K_ACCEPT] + cnt[contract.K_ACCEPT_MICRO] + cnt[contract.K_ACCEPT_CKPT] + cnt[contract.K_REFUSED] + cnt[contract.K_EXPIRED]
+    assert handled <= cnt[contract.K_LEASES]
     # Preempted training is resumed or still waiting (its lost work is counted).
     waiting = int((A["shard_state"] == 1).sum())
-    assert cnt[K.K_EVICT] == cnt[K.K_RESUMED] + waiting
+    assert cnt[contract.K_EVICT] == cnt[contract.K_RESUMED] + waiting
     if drained:
-        assert handled == cnt[K.K_LEASES]
-        assert int(((status == K.ST_DONE) | (status == K.ST_DROP)).sum()) == n
+        assert handled == cnt[contract.K_LEASES]
+        assert int(((status == contract.ST_DONE) | (status == contract.ST_DROP)).sum()) == n
         assert (A["run"] == 0).all() and (A["qlen"] == 0).all() and (A["hold"] == 0).all()
         assert waiting == 0
-        assert not (A["cstate"] == K.CS_PAUSED).any() and (A["slot_copy"] == -1).all()
+        assert not (A["cstate"] == contract.CS_PAUSED).any() and (A["slot_copy"] == -1).all()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

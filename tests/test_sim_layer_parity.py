@@ -16,8 +16,7 @@ import pytest
 
 from magnum_lib.node import dispatcher_ref, hedge_rule_ref
 from magnum_lib.regional import validator_ref as V
-from magnum_lib.sim import core_ref as K
-from magnum_lib.sim import make_config
+from magnum_lib.sim import contract, core_ref, make_config
 from magnum_lib.sim.model import build_region, run_region
 
 try:
@@ -43,7 +42,7 @@ CASES = {  # seeded configurations that exercise every outcome of the lease rule
 }
 
 
-class Recorder(K.Core):
+class Recorder(core_ref.Core):
     """The reference core, noting each lease decision, primary start and hedge it schedules."""
 
     def _lease_decide(self, r, ta):
@@ -62,7 +61,7 @@ class Recorder(K.Core):
                    cnt=A["cnt"].copy())
         super()._lease_decide(r, ta)
         rec.update(delta=A["cnt"] - rec["cnt"], state_after=A["shard_state"][lo:hi].copy(),
-                   start=int(A["start"][r]) if A["status"][r] == K.ST_RUN and A["cnode"][2 * r] == i else -1)
+                   start=int(A["start"][r]) if A["status"][r] == contract.ST_RUN and A["cnode"][2 * r] == i else -1)
         self.leases.append(rec)
 
     def _pick_random(self, s, lo, n, cp, t_left):
@@ -85,11 +84,11 @@ class Recorder(K.Core):
         for k in range(self.n_rank):
             c, n = int(A["nq_head"][lo + k]), int(qlen[k])
             for _ in range(n):
-                waiting.append((int(A["ready"][c >> 1]), k, int(A["cstate"][c]) == K.CS_PAUSED))
+                waiting.append((int(A["ready"][c >> 1]), k, int(A["cstate"][c]) == contract.CS_PAUSED))
                 c = int(A["cq_next"][c])
         c = super()._q_pop(i)
         self.pops.append(dict(qlen=qlen, chosen=int(A["cls_rank"][A["cls"][c >> 1]]), waiting=waiting,
-                              ready=int(A["ready"][c >> 1]), paused=int(A["cstate"][c]) == K.CS_PAUSED))
+                              ready=int(A["ready"][c >> 1]), paused=int(A["cstate"][c]) == contract.CS_PAUSED))
         return c
 
     def _pause(self, c, tb):
@@ -111,7 +110,7 @@ class Recorder(K.Core):
         if c & 1 == 0:  # (duration, expected time, hedge delay or -1) of each primary
             A = self.A
             base = int(A["service"][int(A["cls"][c >> 1]) * self.n_types + int(A["node_type"][i])])
-            self.starts.append((self.pushed[K.EV_FINISH] - t, base, self.pushed.get(K.EV_HEDGE, t - 1) - t))
+            self.starts.append((self.pushed[contract.EV_FINISH] - t, base, self.pushed.get(contract.EV_HEDGE, t - 1) - t))
 
     def _push(self, t, ident, kind):
         self.pushed = getattr(self, "pushed", {})
@@ -142,13 +141,13 @@ def recorded(request):
 def _outcome(rec):
     """The validator's result code for what the simulator did with the lease."""
     d = rec["delta"]
-    if d[K.K_EXPIRED]:
+    if d[contract.K_EXPIRED]:
         return V.EXPIRED
-    if d[K.K_ACCEPT_MICRO] or d[K.K_ACCEPT_CKPT]:
+    if d[contract.K_ACCEPT_MICRO] or d[contract.K_ACCEPT_CKPT]:
         return V.ACCEPTED_PREEMPT
-    if d[K.K_ACCEPT] and not d[K.K_QUEUED]:
+    if d[contract.K_ACCEPT] and not d[contract.K_QUEUED]:
         return V.ACCEPTED
-    assert d[K.K_QUEUED] or d[K.K_REFUSED]  # the node's queue is the dispatcher's, after the verdict
+    assert d[contract.K_QUEUED] or d[contract.K_REFUSED]  # the node's queue is the dispatcher's, after the verdict
     return V.INSUFFICIENT_DEVICES
 
 
@@ -212,7 +211,7 @@ def test_validator_decides_what_the_sim_decided(recorded, kernel):
         for k, rec in enumerate(recs):
             evicted = [rec["lo"] + j for j in np.flatnonzero(rec["state_after"] != rec["state"])]
             assert pre_victims.get(k, []) == evicted, k
-            assert rec["delta"][K.K_LOST_NS] == lost.get(k, 0), k
+            assert rec["delta"][contract.K_LOST_NS] == lost.get(k, 0), k
         assert sum(lost.values()) > 0  # some evicted shard lost work: the check above is not vacuous
 
 
@@ -242,12 +241,12 @@ def test_dispatcher_starts_when_the_sim_started(recorded, kernel):
         if rec["start"] < 0 or checked >= 400:
             continue
         big = 10**15
-        if d[K.K_ACCEPT_MICRO]:  # a training kernel runs; the lease's request is more urgent
+        if d[contract.K_ACCEPT_MICRO]:  # a training kernel runs; the lease's request is more urgent
             res = kernel.run_dispatch(np.array([0, rec["tv"]]), np.array([big, 1]), np.array([1, 0]), 1, q,
                                       micro, 0, True, 2)
             got = int(res["start_ns"][1])
         else:
-            ready = rec["tv"] + (rec["ckpt"] if d[K.K_ACCEPT_CKPT] else 0)
+            ready = rec["tv"] + (rec["ckpt"] if d[contract.K_ACCEPT_CKPT] else 0)
             res = kernel.run_dispatch(np.array([ready]), np.array([1]), np.array([0]), 1, q, 0, 0, False, 1)
             got = int(res["start_ns"][0])
         assert got == rec["start"], (case, rec["r"])
@@ -327,9 +326,9 @@ def test_paused_copies_are_the_dispatchers_victims(recorded, kernel):
     case, cfg, run = recorded
     pauses = run.core.pauses
     if not case.startswith("micro"):
-        assert not pauses and not run.A["cnt"][K.K_PAUSED]
+        assert not pauses and not run.A["cnt"][contract.K_PAUSED]
         return
-    assert len(pauses) > 20 and run.A["cnt"][K.K_PAUSED] == len(pauses)
+    assert len(pauses) > 20 and run.A["cnt"][contract.K_PAUSED] == len(pauses)
     for p in pauses:
         assert kernel.pause_choice(p["rank"], p["waiting"]) == p["slot"]
     ties = [p for p in pauses if (p["rank"] == p["rank"][p["slot"]]).sum() > 1]

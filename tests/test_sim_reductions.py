@@ -8,8 +8,7 @@ from magnum_lib.engine.metrics import batch_means
 from magnum_lib.gossip.dissemination import simulate as disseminate
 from magnum_lib.node.balance import theory_time_in_system
 from magnum_lib.regional.contention import expected_lease_failure_rate
-from magnum_lib.sim import RequestClass, make_config
-from magnum_lib.sim import core_ref as K
+from magnum_lib.sim import RequestClass, contract, make_config
 from magnum_lib.sim.model import build_region, core_module, run_region
 
 # Runs the compiled kernels through the default backend: part of `make test-debug`.
@@ -36,7 +35,7 @@ def _plain(**kw):
 
 def _waits(run, warmup=0.2):
     A = run.A
-    done = A["status"] == K.ST_DONE
+    done = A["status"] == contract.ST_DONE
     k = int(warmup * len(done))
     dl = (A["start"] - A["arr"])[k:][done[k:]] / 1e9
     tis = (A["finish"] - A["arr"])[k:][done[k:]] / 1e9
@@ -86,14 +85,14 @@ def test_concurrent_schedulers_on_a_stale_view_hit_the_birthday_bound(nodes, sch
     A["arr"][:] = (np.arange(len(A["arr"])) // schedulers) * 10**9 + 5 * 10**8
     A["arr"][R:] = A["arr"][R - 1]  # the leftover requests join the last full round... drop them:
     params = list(run.params)
-    params[K.PARAMS.index("n_req")] = R
+    params[contract.PARAMS.index("n_req")] = R
     core = core_module().Core(A, np.array(params, dtype=np.int64))
     core.advance(2**62)
     cnt = A["cnt"]
-    rate = cnt[K.K_REFUSED] / cnt[K.K_LEASES]
+    rate = cnt[contract.K_REFUSED] / cnt[contract.K_LEASES]
     expect = expected_lease_failure_rate(nodes, schedulers)
-    se = np.sqrt(expect * (1 - expect) / cnt[K.K_LEASES])
-    assert cnt[K.K_LEASES] == R
+    se = np.sqrt(expect * (1 - expect) / cnt[contract.K_LEASES])
+    assert cnt[contract.K_LEASES] == R
     assert abs(rate - expect) < 4 * se, (rate, expect, se)
 
 
@@ -103,11 +102,11 @@ def test_gossip_staleness_agrees_with_the_dissemination_simulator():
                  fanout=2, gossip_loss=0.05, node_queue=0, seed=3, max_attempts=1000)
     run = run_region(build_region(cfg))
     cnt = run.A["cnt"]
-    age_ms = cnt[K.K_VIEW_AGE_NS] / cnt[K.K_VIEW_SAMPLES] / 1e6
+    age_ms = cnt[contract.K_VIEW_AGE_NS] / cnt[contract.K_VIEW_SAMPLES] / 1e6
     # An independent run of the dissemination layer alone, same fan-out and loss.
     g = disseminate(nodes=n, fanout=2, mode="pushpull", loss=0.05, seed=12345)
     rounds = g.infection_round[1:]
-    m = run.params[K.PARAMS.index("ring_m")]
+    m = run.params[contract.PARAMS.index("ring_m")]
     # Sampled just before and just after every 1 ms tick, an entry's age averages its lag plus
     # half a tick over the interval.
     expect_ms = 1.0 * (0.5 + np.minimum(rounds, m - 1).mean())

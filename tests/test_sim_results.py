@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from magnum_lib.sim import core_ref as K
-from magnum_lib.sim import results
+from magnum_lib.sim import contract, results
 from magnum_lib.sim.config import make_config
 from magnum_lib.sim.model import build_region, run_region
 
@@ -14,7 +13,7 @@ pytestmark = pytest.mark.kernel
 def _whole_array(run):
     """The digest's per-request reductions written as whole-array numpy (the definition)."""
     A = run.A
-    started, done = A["start"] >= 0, A["status"] == K.ST_DONE
+    started, done = A["start"] >= 0, A["status"] == contract.ST_DONE
     ran = started & (A["node"] >= 0)
     C = len(run.cfg.classes)
     idx = np.flatnonzero(started)
@@ -24,8 +23,8 @@ def _whole_array(run):
             "comp_sum": A["comp"][started].sum(axis=0), "comp_n": len(idx), "comp_sample": A["comp"][idx[::step]],
             "per_node": np.bincount(A["node"][ran].astype(np.int64) * C + A["cls"][ran],
                                     minlength=len(A["node_dev"]) * C),
-            "done": int(done.sum()), "dropped": int((A["status"] == K.ST_DROP).sum()),
-            "in_flight": int(((A["status"] == K.ST_WAIT) | (A["status"] == K.ST_RUN)).sum()),
+            "done": int(done.sum()), "dropped": int((A["status"] == contract.ST_DROP).sum()),
+            "in_flight": int(((A["status"] == contract.ST_WAIT) | (A["status"] == contract.ST_RUN)).sum()),
             "started": int(started.sum())}
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magnum_lib.base.validate import check_int
 from magnum_lib.hardware import Catalog, default_catalog
 
 __all__ = ["Cluster", "build_cluster", "DEFAULT_MIX"]
@@ -158,12 +159,6 @@ class Cluster:
 # Building
 # ---------------------------------------------------------------------------
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _resolve_mix(mix, catalog: Catalog) -> tuple[tuple[str, ...], np.ndarray]:
     if not isinstance(mix, Mapping) or not mix:
         raise ValueError(f"mix must be a non-empty mapping of accelerator -> fraction of devices, got {mix!r}")
@@ -212,11 +207,11 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
 def _nodes_per_cell(n_cells: int, nodes_per_cell, total_devices, devices_per_node: int, regions: int) -> np.ndarray:
     """Nodes in each of the ``n_cells`` cells: ``nodes_per_cell`` each, or ``total_devices`` spread evenly."""
     if total_devices is None:
-        nodes_per_cell = _positive_int(16 if nodes_per_cell is None else nodes_per_cell, "nodes_per_cell")
+        nodes_per_cell = check_int("nodes_per_cell", 16 if nodes_per_cell is None else nodes_per_cell, 1)
         return np.full(n_cells, nodes_per_cell, dtype=np.int64)
     if nodes_per_cell is not None:
         raise ValueError("give either total_devices or nodes_per_cell, not both")
-    total_devices = _positive_int(total_devices, "total_devices")
+    total_devices = check_int("total_devices", total_devices, 1)
     if total_devices % devices_per_node:
         raise ValueError(f"total_devices={total_devices} is not a multiple of "
                          f"devices_per_node={devices_per_node}")
@@ -254,11 +249,10 @@ def build_cluster(regions: int = 15, cells_per_region: int = 4, nodes_per_cell: 
     catalog : Catalog, optional
         Where types are looked up; default :func:`magnum_lib.hardware.default_catalog`.
     """
-    regions = _positive_int(regions, "regions")
-    cells_per_region = _positive_int(cells_per_region, "cells_per_region")
-    devices_per_node = _positive_int(devices_per_node, "devices_per_node")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    regions = check_int("regions", regions, 1)
+    cells_per_region = check_int("cells_per_region", cells_per_region, 1)
+    devices_per_node = check_int("devices_per_node", devices_per_node, 1)
+    seed = check_int("seed", seed, 0)
     catalog = catalog or default_catalog()
     keys, fracs = _resolve_mix(DEFAULT_MIX if mix is None else mix, catalog)
 

@@ -15,7 +15,7 @@ def int_scalar(name: str, value: object, minimum: int, maximum: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must lie in [{minimum}, {maximum}], got {int(value)}")
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {int(value)}")
     return int(value)
 
 

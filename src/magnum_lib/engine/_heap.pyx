@@ -9,6 +9,7 @@ from libc.stdlib cimport free, malloc
 from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
+from magnum_lib.base._growth cimport no_memory
 
 from magnum_lib.engine.heap_ref import check_capacity
 
@@ -49,7 +50,7 @@ cdef class EventHeap:
     def push(self, time, payload=0):
         """Add an event at ``time`` (int ns) carrying ``payload`` (int64)."""
         if heap_push(&self.heap, _int64(time), _int64(payload)) != 0:
-            raise MemoryError("EventHeap: out of memory")
+            no_memory("EventHeap")
 
     def pop(self):
         """Remove and return the earliest event as ``(time_ns, payload)``.

@@ -8,8 +8,9 @@ import numpy as np
 from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
-from magnum_lib.engine._heap cimport (EventHeap, Heap, heap_peek, heap_pop, heap_push,
-                                      heap_replace)
+from magnum_lib.base._growth cimport no_memory
+from magnum_lib.base._heap cimport Heap, heap_peek, heap_pop, heap_push, heap_replace
+from magnum_lib.engine._heap cimport EventHeap
 from magnum_lib.engine.queue_ref import check_inputs
 
 
@@ -129,7 +130,7 @@ def simulate_fifo(const int64_t[::1] interarrival_ns not None, const int64_t[::1
         status = _run(&heap.heap, interarrival_ns, service_ns, n_servers, wait_v, in_system_v,
                       &events, &now, &area, &busy_area)
     if status != 0:
-        raise MemoryError("simulate_fifo: event heap out of memory")
+        no_memory("simulate_fifo: event heap")
     return {
         "wait": wait,
         "time_in_system": in_system,

@@ -1,19 +1,10 @@
-# The compiled gossip dissemination kernels: a SplitMix64 stream and the peer / contact
-# steps, as `cdef inline` functions so the nogil round loops in _dissemination.pyx inline
+# The compiled gossip dissemination kernels: the peer / contact steps on a SplitMix64
+# stream (base/_rng.pxd), as `cdef inline` functions so the nogil round loops in _dissemination.pyx inline
 # them. Each mirrors a function of dissemination_ref.py exactly (same draws, same order).
 from libc.stdint cimport int64_t, uint64_t
 
 from magnum_lib._typedefs cimport intp_t
-
-
-cdef extern from *:
-    # High word of a 64 x 64-bit product (GCC/Clang 128-bit integers): Python's (x * m) >> 64.
-    """
-    static inline uint64_t magnum_mulhi64(uint64_t a, uint64_t b) {
-        return (uint64_t)(((unsigned __int128)a * b) >> 64);
-    }
-    """
-    uint64_t mulhi64 "magnum_mulhi64"(uint64_t a, uint64_t b) noexcept nogil
+from magnum_lib.base._rng cimport below64, splitmix64
 
 
 cdef enum:
@@ -23,17 +14,9 @@ cdef enum:
     NEVER = -1
 
 
-cdef inline uint64_t sm_next(uint64_t* state) noexcept nogil:
-    # SplitMix64.next; unsigned arithmetic wraps mod 2^64 like the reference's masks.
-    state[0] += 0x9E3779B97F4A7C15ULL
-    cdef uint64_t z = state[0]
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
-    return z ^ (z >> 31)
-
-
 cdef inline bint sm_chance(uint64_t* state, uint64_t threshold) noexcept nogil:
-    return (sm_next(state) >> 11) < threshold
+    # rng.SplitMix64.chance: the next output's top 53 bits below the threshold.
+    return (splitmix64(state) >> 11) < threshold
 
 
 cdef inline void pick_peers(uint64_t* state, intp_t u, intp_t n, intp_t fanout,
@@ -42,7 +25,7 @@ cdef inline void pick_peers(uint64_t* state, intp_t u, intp_t n, intp_t fanout,
     cdef intp_t chosen = 0, i, v
     cdef bint repeat
     while chosen < fanout:
-        v = <intp_t> mulhi64(sm_next(state), <uint64_t> (n - 1))
+        v = <intp_t> below64(splitmix64(state), <uint64_t> (n - 1))
         if v >= u:
             v += 1
         repeat = False

@@ -6,7 +6,7 @@ H100?" from a few bits per free node instead of the list of ids. A key sets ``k`
 ``h2' = 1 + h2 mod (m-1)`` never 0 (Kirsch & Mitzenmacher; ``m`` prime by default);
 a query is "maybe" when all ``k`` bits are set, so false positives happen at a rate of
 about ``(1 - exp(-k n / m))**k`` after ``n`` keys and false negatives never. The hashes
-(splitmix64 for integers, salted BLAKE2b for bytes) and the bit layout are those of the
+(base.rng.hash64 for integers, salted BLAKE2b for bytes) and the bit layout are those of the
 readable reference :mod:`magnum_lib.gossip.bloom_ref`; both give byte-identical arrays.
 
 Two backends, decided by measuring (``benchmarks/bench_bloom.py``, 10^6 node ids,
@@ -16,7 +16,7 @@ random bytes dominates) and answer 2-10e6 queries/s; the compiled ``_bloom.pyx``
 inserts 7-11e6/s and answers 5-25e6/s (2-7x; it also replaces the per-position modulo
 by one subtraction). The digest of the article's 600,000-node fleet (a third free) builds
 in about 13 ms compiled, which is what makes "every 10 ms" simulable at that size.
-Hashing (numpy splitmix64 or BLAKE2b) is shared by both backends, so they set the same bits.
+Hashing (numpy hash64 or BLAKE2b) is shared by both backends, so they set the same bits.
 
 Accuracy (measured, tests/test_gossip_bloom.py): for m >= 10^4 bits the false-positive
 rate of 10^5 non-member queries sits within binomial-plus-fill noise of the formula
@@ -38,6 +38,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from magnum_lib._backend import pick
+from magnum_lib.base.kernel_args import int_scalar
+from magnum_lib.base.rng import hash64, hash64_array
 from magnum_lib.gossip import bloom_ref
 
 __all__ = ["BloomFilter", "optimal_params", "expected_fp_rate", "union_all", "is_prime", "next_prime",
@@ -63,23 +65,15 @@ def _kernels():
     return pick("magnum_lib.gossip._bloom", "magnum_lib.gossip.bloom_ref")
 
 
-def _check_int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
-    return int(value)
-
-
 def expected_fp_rate(n: int, m: int, k: int) -> float:
     """``(1 - exp(-k n / m))**k``: false-positive rate after ``n`` distinct keys.
 
     The standard approximation (each of ``k n`` bit settings lands uniformly and
     independently); exact to O(k n / m**2) for the large ``m`` used here.
     """
-    n = _check_int("n", n, 0, 2**63)
-    m = _check_int("m", m, 1, M_MAX)
-    k = _check_int("k", k, 1, K_MAX)
+    n = int_scalar("n", n, 0, 2**63)
+    m = int_scalar("m", m, 1, M_MAX)
+    k = int_scalar("k", k, 1, K_MAX)
     return (1.0 - math.exp(-k * n / m)) ** k
 
 
@@ -124,7 +118,7 @@ def optimal_params(n: int, fp_rate: float) -> tuple[int, int]:
     is rounded up to a prime so that every key's ``k`` bits are distinct (see
     :mod:`magnum_lib.gossip.bloom_ref`); primes are dense, so that adds a few bits.
     """
-    n = _check_int("n", n, 1, 2**48)
+    n = int_scalar("n", n, 1, 2**48)
     if isinstance(fp_rate, bool) or not isinstance(fp_rate, numbers.Real) or not 0 < fp_rate < 1:
         raise ValueError(f"fp_rate must be a number in (0, 1), got {fp_rate!r}")
     m = max(2, math.ceil(-n * math.log(fp_rate) / math.log(2) ** 2))
@@ -138,14 +132,6 @@ def optimal_params(n: int, fp_rate: float) -> tuple[int, int]:
         if expected_fp_rate(n, m, k) <= fp_rate:
             return m, k
         m += max(1, m // 1000)
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """Vectorized :func:`bloom_ref.splitmix64` (uint64 arithmetic wraps mod 2**64)."""
-    z = x + _U64(bloom_ref._GAMMA)
-    z = (z ^ (z >> _U64(30))) * _U64(bloom_ref._MUL1)
-    z = (z ^ (z >> _U64(27))) * _U64(bloom_ref._MUL2)
-    return z ^ (z >> _U64(31))
 
 
 def _int_keys(keys) -> np.ndarray:
@@ -162,8 +148,8 @@ def _hash_many(keys, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``(h1, h2)`` arrays for an integer array or an iterable of bytes/str keys."""
     if isinstance(keys, np.ndarray) and keys.dtype.kind not in "OSU":
         x = _int_keys(keys)
-        h1 = _splitmix64(x ^ _U64(bloom_ref.splitmix64(seed)))
-        return h1, _splitmix64(h1)
+        h1 = hash64_array(x ^ _U64(hash64(seed)))
+        return h1, hash64_array(h1)
     keys = list(keys)
     if all(isinstance(key, (bytes, bytearray, memoryview, str)) for key in keys):
         pairs = [bloom_ref.key_hashes(key, seed) for key in keys]
@@ -216,9 +202,9 @@ class BloomFilter:
     __slots__ = ("_m", "_k", "_seed", "_bits")
 
     def __init__(self, m: int, k: int, seed: int = 0):
-        self._m = _check_int("m", m, 1, M_MAX)
-        self._k = _check_int("k", k, 1, K_MAX)
-        self._seed = _check_int("seed", seed, 0, 2**64 - 1)
+        self._m = int_scalar("m", m, 1, M_MAX)
+        self._k = int_scalar("k", k, 1, K_MAX)
+        self._seed = int_scalar("seed", seed, 0, 2**64 - 1)
         self._bits = np.zeros((self._m + 7) // 8, dtype=np.uint8)
 
     @property
@@ -393,11 +379,11 @@ def member_flags(is_member: np.ndarray, m: int, k: int, seed: int = 0) -> np.nda
     is_member = np.asarray(is_member)
     if is_member.dtype != bool or is_member.ndim != 1:
         raise TypeError(f"is_member must be a 1-d boolean array, got {is_member.dtype} of shape {is_member.shape}")
-    m = _check_int("m", m, 1, M_MAX)
-    k = _check_int("k", k, 1, K_MAX)
-    seed = _check_int("seed", seed, 0, 2**64 - 1)
-    h1 = _splitmix64(np.arange(len(is_member), dtype=_U64) ^ _U64(bloom_ref.splitmix64(seed)))
-    h2 = _splitmix64(h1)
+    m = int_scalar("m", m, 1, M_MAX)
+    k = int_scalar("k", k, 1, K_MAX)
+    seed = int_scalar("seed", seed, 0, 2**64 - 1)
+    h1 = hash64_array(np.arange(len(is_member), dtype=_U64) ^ _U64(hash64(seed)))
+    h2 = hash64_array(h1)
     bits = np.zeros((m + 7) // 8, dtype=np.uint8)
     kernels = _kernels()
     kernels.add_hashed(bits, h1[is_member], h2[is_member], m, k)

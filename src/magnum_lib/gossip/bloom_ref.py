@@ -14,8 +14,8 @@ probe only one or two distinct bits, which measurably raised the false-positive 
 
 Hashes (deterministic across runs, machines and backends):
 
-* an integer key ``x`` in ``[0, 2**64)``: ``h1 = splitmix64(x ^ splitmix64(seed))``,
-  ``h2 = splitmix64(h1)`` (splitmix64 is Steele, Lea & Flood's 64-bit finalizer);
+* an integer key ``x`` in ``[0, 2**64)``: ``h1 = hash64(x ^ hash64(seed))``,
+  ``h2 = hash64(h1)`` (:func:`magnum_lib.base.rng.hash64`, SplitMix64's first output);
 * a ``bytes`` key (a ``str`` is its UTF-8 bytes): ``blake2b(key, digest_size=16,
   salt=seed as 8 little-endian bytes)``, ``h1`` the first and ``h2`` the last 8 bytes
   (little-endian).
@@ -40,29 +40,17 @@ import hashlib
 
 import numpy as np
 
+from magnum_lib.base.rng import MASK64, hash64
 from magnum_lib.base.validate import ParameterError, check_int
 
 M_MAX = 2**33  # bits: a 1 GiB bit array (~900 million keys at 1 % false positives) at most
 K_MAX = 64
 
-MASK64 = (1 << 64) - 1
-_GAMMA = 0x9E3779B97F4A7C15
-_MUL1 = 0xBF58476D1CE4E5B9
-_MUL2 = 0x94D049BB133111EB
-
-
-def splitmix64(x: int) -> int:
-    """The splitmix64 output function of ``x`` (an int in ``[0, 2**64)``)."""
-    z = (x + _GAMMA) & MASK64
-    z = ((z ^ (z >> 30)) * _MUL1) & MASK64
-    z = ((z ^ (z >> 27)) * _MUL2) & MASK64
-    return z ^ (z >> 31)
-
 
 def int_hashes(key: int, seed: int = 0) -> tuple[int, int]:
     """``(h1, h2)`` of an integer key in ``[0, 2**64)``."""
-    h1 = splitmix64(key ^ splitmix64(seed))
-    return h1, splitmix64(h1)
+    h1 = hash64(key ^ hash64(seed))
+    return h1, hash64(h1)
 
 
 def bytes_hashes(key: bytes, seed: int = 0) -> tuple[int, int]:

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from magnum_lib.base.rng import SplitMix64
 from magnum_lib.base.validate import ParameterError, check_int
 
-MASK64 = (1 << 64) - 1
 PUSH, PULL, PUSHPULL = 1, 2, 3
 NEVER = -1  # infection round of a node that does not have the rumor
 MAX_NODES = 50_000_000  # ~21 B of per-node arrays each: 1 GB at this size
@@ -85,29 +85,6 @@ def check_staleness_args(n, fanout, mode, loss_threshold, partition_start, parti
     measure = check_int("measure", measure, 0, MAX_ROUNDS)
     # An entry never heard of is generation 0: age t + 1 <= warmup + measure + 1.
     _length("histogram", histogram, warmup + measure + 2, exact=False)
-
-
-class SplitMix64:
-    """Steele, Lea and Flood's SplitMix64 generator (the seeding generator of xoshiro)."""
-
-    def __init__(self, seed: int):
-        self.state = seed & MASK64
-
-    def next(self) -> int:
-        """The next 64-bit output."""
-        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        return z ^ (z >> 31)
-
-    def below(self, m: int) -> int:
-        """An integer in [0, m): the high word of x * m (Lemire's multiply-shift)."""
-        return (self.next() * m) >> 64
-
-    def chance(self, threshold: int) -> bool:
-        """True with probability threshold / 2^53."""
-        return (self.next() >> 11) < threshold
 
 
 def pick_peers(rng: SplitMix64, u: int, n: int, fanout: int) -> list[int]:

@@ -8,11 +8,10 @@ A *view* is what one node believes about the cluster: a mapping ``node_id -> Nod
 """
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from magnum_lib.base.validate import ParameterError
+from magnum_lib.base.validate import ParameterError, check_int
 
 MAX_GPUS = 256
 MAX_ID_CHARS = 64          # node and job ids; keeps a full state inside one datagram
@@ -30,12 +29,6 @@ def _check_id(name: str, value) -> str:
     return value
 
 
-def _check_int(name: str, value, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
-        raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {value!r}")
-    return int(value)
-
-
 def _check_pending(value) -> tuple[tuple[str, int], ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise ParameterError("pending", f"must be a sequence of (job_id, priority) pairs, got {value!r}")
@@ -44,7 +37,7 @@ def _check_pending(value) -> tuple[tuple[str, int], ...]:
         if not isinstance(item, (tuple, list)) or len(item) != 2:
             raise ParameterError(f"pending[{i}]", f"must be a (job_id, priority) pair, got {item!r}")
         pairs.append((_check_id(f"pending[{i}].job_id", item[0]),
-                      _check_int(f"pending[{i}].priority", item[1], *PRIORITY_RANGE)))
+                      check_int(f"pending[{i}].priority", item[1], *PRIORITY_RANGE)))
     if len(pairs) > MAX_PENDING:
         raise ParameterError("pending", f"must list at most {MAX_PENDING} jobs, got {len(pairs)}")
     ids = [job for job, _ in pairs]
@@ -79,9 +72,9 @@ class NodeState:
 
     def __post_init__(self):
         _check_id("node_id", self.node_id)
-        _check_int("generation", self.generation, 0, MAX_GENERATION)
-        gpus = _check_int("gpus", self.gpus, 1, MAX_GPUS)
-        busy = _check_int("busy", self.busy, 0, 2**MAX_GPUS - 1)
+        check_int("generation", self.generation, 0, MAX_GENERATION)
+        gpus = check_int("gpus", self.gpus, 1, MAX_GPUS)
+        busy = check_int("busy", self.busy, 0, 2**MAX_GPUS - 1)
         if busy >> gpus:
             raise ParameterError("busy", f"sets GPU {busy.bit_length() - 1} but the node has "
                                          f"gpus={gpus} (valid GPU indexes 0..{gpus - 1})")
@@ -143,15 +136,15 @@ class NodeState:
         return cls(**data)
 
     def _gpu_index(self, gpu) -> int:
-        return _check_int("gpu", gpu, 0, self.gpus - 1)
+        return check_int("gpu", gpu, 0, self.gpus - 1)
 
 
 def bitmap_of(gpus_busy: Iterable[int], gpus: int = MAX_GPUS) -> int:
     """The bitmap with exactly the listed GPU indexes set (each in ``0..gpus-1``)."""
-    gpus = _check_int("gpus", gpus, 1, MAX_GPUS)
+    gpus = check_int("gpus", gpus, 1, MAX_GPUS)
     bitmap = 0
     for i in gpus_busy:
-        bitmap |= 1 << _check_int("gpu", i, 0, gpus - 1)
+        bitmap |= 1 << check_int("gpu", i, 0, gpus - 1)
     return bitmap
 
 

@@ -56,7 +56,7 @@ cdef inline void level_changed(Tail* t, intp_t level, int64_t delta, time_ns now
 
 cdef inline intp_t sample(intp_t* perm, intp_t n, intp_t k, uint64_t* state) noexcept nogil:
     # Step k of a partial Fisher-Yates shuffle: perm[k] becomes a new distinct server.
-    cdef intp_t r = k + <intp_t>below(splitmix64(state), <uint64_t>(n - k))
+    cdef intp_t r = k + <intp_t>below32(splitmix64(state), <uint64_t>(n - k))
     cdef intp_t tmp = perm[k]
     perm[k] = perm[r]
     perm[r] = tmp
@@ -107,7 +107,7 @@ cdef inline void enqueue(Servers* q, Tail* t, intp_t s, int64_t task, time_ns no
 
 
 cdef inline void depart(Servers* q, Tail* t, uint64_t* state, time_ns now) noexcept nogil:
-    cdef intp_t k = <intp_t>below(splitmix64(state), <uint64_t>q.n_busy)
+    cdef intp_t k = <intp_t>below32(splitmix64(state), <uint64_t>q.n_busy)
     cdef intp_t s = q.busy[k]
     cdef int64_t task = q.head[s]
     q.tis[task] = now - q.tis[task]
@@ -168,11 +168,11 @@ cdef void run_supermarket(intp_t servers, double load, int policy, intp_t choice
         all_idle = True
         for j in range(tasks):
             if policy == C_RANDOM:
-                s = <intp_t>below(splitmix64(state), <uint64_t>servers)
+                s = <intp_t>below32(splitmix64(state), <uint64_t>servers)
             elif policy == C_POWER_OF_D:
                 s = sample_least(perm, q.queue, servers, choices, state)
             elif policy == C_STALE:
-                s = board[<intp_t>below(splitmix64(state), <uint64_t>board_size)]
+                s = board[<intp_t>below32(splitmix64(state), <uint64_t>board_size)]
             else:
                 best = j
                 for k in range(j + 1, probes):

@@ -2,7 +2,7 @@
 
 The compiled twin ``_balance.pyx`` has the same functions and returns the same results,
 bit for bit, for the same arguments: both draw their random numbers from the small
-SplitMix64 generator below (mirrored exactly in C) and do the same floating-point
+SplitMix64 generator of ``base/rng.py`` (``base/_rng.pxd`` in C) and do the same floating-point
 operations in the same order.
 
 The supermarket model (Mitzenmacher 1996)
@@ -44,44 +44,22 @@ import math
 
 import numpy as np
 
+from magnum_lib.base.kernel_args import int_scalar
+from magnum_lib.base.rng import MASK64, below32, splitmix64, unit_double
+
 RANDOM, POWER_OF_D, STALE, BATCH = 0, 1, 2, 3
 TAIL_LEVELS = 10  # queue_tail[i - 1] = time-averaged fraction of servers with >= i jobs
 NS_PER_S = 1e9
-MAX_SERVERS = 2**31 - 1  # random indices are 32-bit (see _index)
+MAX_SERVERS = 2**31 - 1  # random indices are 32-bit (see base.rng.below32)
 MAX_TASKS = 2**31  # per-task arrays (16 bytes each) of one supermarket run
 MAX_REFRESH_NS = 2**61
 MAX_DECISIONS = 10**12
 
-_MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
-_TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
-
-
-def splitmix64(state: int) -> tuple[int, int]:
-    """One step of SplitMix64 (Steele, Lea & Flood 2014): ``(new_state, 64-bit output)``."""
-    state = (state + _GOLDEN) & _MASK
-    z = state
-    z = ((z ^ (z >> 30)) * _MIX1) & _MASK
-    z = ((z ^ (z >> 27)) * _MIX2) & _MASK
-    return state, z ^ (z >> 31)
-
-
-def _unit(x: int) -> float:
-    """A 64-bit output as a double in [0, 1): its top 53 bits times 2^-53 (exact)."""
-    return (x >> 11) * _TO_UNIT
-
-
-def _index(x: int, n: int) -> int:
-    """A 64-bit output as an integer in [0, n), n < 2^32: Lemire's multiply-shift of the top 32 bits."""
-    return ((x >> 32) * n) >> 32
-
 
 def _check_integers(**values) -> None:
+    """Each value an integer that fits int64 (TypeError / ValueError before any C conversion)."""
     for name, value in values.items():
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+        int_scalar(name, value, -(2**63), 2**63 - 1)
 
 
 def check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup) -> None:
@@ -161,7 +139,7 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
         ``zero_wait`` (measured jobs whose every task went to an idle server).
     """
     check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup)
-    state = seed & _MASK
+    state = seed & MASK64
     arrival_rate = load * servers / tasks  # jobs per second
     n_tasks = jobs * tasks
     # Per task: its arrival time until it leaves, then its time in system (ns).
@@ -191,7 +169,7 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
         # Step k of a partial Fisher-Yates shuffle: perm[k] becomes a new distinct server.
         nonlocal state
         state, x = splitmix64(state)
-        r = k + _index(x, servers - k)
+        r = k + below32(x, servers - k)
         perm[k], perm[r] = perm[r], perm[k]
         return perm[k]
 
@@ -199,11 +177,11 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
         # Next event: an exponential gap at the total rate, then arrival or departure.
         rate = arrival_rate + n_busy if arrived < jobs else float(n_busy)
         state, x = splitmix64(state)
-        gap = -math.log(1.0 - _unit(x))
+        gap = -math.log(1.0 - unit_double(x))
         now += int(gap / rate * NS_PER_S + 0.5)
         if arrived < jobs:
             state, x = splitmix64(state)
-            is_arrival = _unit(x) * rate < arrival_rate
+            is_arrival = unit_double(x) * rate < arrival_rate
         else:
             is_arrival = False
         if policy == STALE and arrived < jobs and now >= next_refresh:
@@ -231,7 +209,7 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
             for j in range(tasks):
                 if policy == RANDOM:
                     state, x = splitmix64(state)
-                    s = _index(x, servers)
+                    s = below32(x, servers)
                 elif policy == POWER_OF_D:  # each task probes its own d servers
                     s = -1
                     for k in range(choices):
@@ -240,7 +218,7 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
                             s = c
                 elif policy == STALE:
                     state, x = splitmix64(state)
-                    s = board[_index(x, len(board))]
+                    s = board[below32(x, len(board))]
                 else:  # BATCH: task j takes the least loaded probe not yet used by this job
                     best = j
                     for k in range(j + 1, choices * tasks):
@@ -268,7 +246,7 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
             arrived += 1
         else:
             state, x = splitmix64(state)
-            k = _index(x, n_busy)
+            k = below32(x, n_busy)
             s = busy[k]
             task = head[s]
             tis[task] = now - tis[task]
@@ -294,14 +272,14 @@ def place_power_of_d(loads: np.ndarray, decisions: int, choices: int, seed: int)
     """
     check_placement_inputs(loads, decisions, choices)
     n = loads.shape[0]
-    state = seed & _MASK
+    state = seed & MASK64
     perm = list(range(n))
     counts = loads.tolist()
     for _ in range(decisions):
         best = -1
         for k in range(choices):
             state, x = splitmix64(state)
-            r = k + _index(x, n - k)
+            r = k + below32(x, n - k)
             perm[k], perm[r] = perm[r], perm[k]
             if best < 0 or counts[perm[k]] < counts[best]:
                 best = perm[k]

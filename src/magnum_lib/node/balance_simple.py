@@ -7,7 +7,7 @@ checks that the loads agree.
 """
 from __future__ import annotations
 
-from magnum_lib.node.balance_ref import _index, splitmix64
+from magnum_lib.base.rng import below32, splitmix64
 
 
 class Sampler:
@@ -19,7 +19,7 @@ class Sampler:
     def sample(self, d: int) -> list[int]:
         for k in range(d):                     # swap a random later server into position k
             self.state, x = splitmix64(self.state)
-            r = k + _index(x, self.n - k)
+            r = k + below32(x, self.n - k)
             self.perm[k], self.perm[r] = self.perm[r], self.perm[k]
         return self.perm[:d]
 

@@ -13,13 +13,14 @@ Cheetah); virtual nodes shrink the spread only as ``1 / sqrt(vnodes)``.
 * :func:`ring_owner` and :func:`ring_shares` answer "who gets key k" and "how much of the
   ring does each node own" on a built ring.
 
-Keys are int64 in ``[0, KEY_SPACE)``; the hash is splitmix64's finalizer, so a ring is a
+Keys are int64 in ``[0, KEY_SPACE)``; the hash is ``base.rng.hash64`` (SplitMix64's output), so a ring is a
 pure function of its nodes, ``vnodes`` and ``salt`` (no random state).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from magnum_lib.base.rng import hash64_array
 from magnum_lib.base.validate import ParameterError, check_int
 
 __all__ = ["KEY_SPACE", "MAX_VNODES", "hash_ring", "ring_first", "ring_owner", "ring_shares"]
@@ -29,19 +30,10 @@ MAX_VNODES = 1024   # points per node; node x 1024 + point must not collide betw
 MAX_POINTS = 2**31  # nodes x vnodes: the ring's arrays stay a few GB at most
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (Steele, Lea and Flood 2014) on uint64, wrapping on overflow."""
-    with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
 def hash_ring(nodes, vnodes: int = 1, salt: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The ring of ``nodes`` (ids >= 0), ``vnodes`` points each: ``(keys, owners)`` sorted by key.
 
-    Point ``v`` of node ``i`` sits at ``splitmix64(i x 1024 + v + salt) >> 2``; ``salt``
+    Point ``v`` of node ``i`` sits at ``hash64(i x 1024 + v + salt) >> 2``; ``salt``
     gives another, independent-looking ring over the same nodes (use multiples of 2^40
     for rings that share no point input).
     """
@@ -56,7 +48,7 @@ def hash_ring(nodes, vnodes: int = 1, salt: int = 0) -> tuple[np.ndarray, np.nda
         raise ParameterError("nodes", "node ids must lie in [0, 2^40)")
     x = (np.repeat(ids.astype(np.uint64), vnodes) * np.uint64(MAX_VNODES)
          + np.tile(np.arange(vnodes, dtype=np.uint64), ids.size) + np.uint64(salt))
-    keys = (_splitmix64(x) >> np.uint64(2)).astype(np.int64)
+    keys = (hash64_array(x) >> np.uint64(2)).astype(np.int64)
     order = np.argsort(keys, kind="stable")
     return keys[order], np.repeat(ids.astype(np.int64), vnodes)[order]
 

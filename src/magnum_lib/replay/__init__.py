@@ -58,7 +58,7 @@ loop (``_fastloop.pyx``) unless ``MAGNUM_PUREPYTHON=1`` or ``backend="python"``;
 ``GavelRounds`` / ``GavelFIFO`` with pooled placement and whole GPUs (no type mask) run in
 their own compiled loop (``_gavel_rounds.pyx``: the engine loop with Gavel's rounds inlined,
 calling Python only for the LP at allocation resets), under the same switches;
-everything else (and every user policy, subclasses included) runs in ``engine_ref.py``.
+everything else (and every user policy, subclasses included) runs in ``event_loop.py``.
 Both give the same numbers (tests/test_replay_parity.py, tests/test_replay_gavel_fast.py).
 """
 from __future__ import annotations
@@ -153,9 +153,9 @@ def _fast_loop(pol, jobs, cluster, placement, backend):
                 and jobs.type_mask is None and backend != "python")
     if not use_fast:
         return None
-    from magnum_lib.replay import fastloop_ref
+    from magnum_lib.replay import fastloop_adapter
 
-    return _compiled("magnum_lib.replay._fastloop", backend) or fastloop_ref
+    return _compiled("magnum_lib.replay._fastloop", backend) or fastloop_adapter
 
 
 def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
@@ -188,11 +188,11 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
     """
     seed = _check_replay_args(jobs, cluster, placement, seed, restore_s, backend)
     pol = make_policy(policy) if isinstance(policy, str) else as_policy(policy)
-    from magnum_lib.replay import engine_ref
-    engine_ref.check_fits(jobs, cluster)
+    from magnum_lib.replay import event_loop
+    event_loop.check_fits(jobs, cluster)
     gavel = _gavel_kernel(pol, jobs, placement, backend)
     fast = _fast_loop(pol, jobs, cluster, placement, backend)
-    round_s = None if pol.round_s is None else engine_ref.check_round_s(pol.name, pol.round_s)
+    round_s = None if pol.round_s is None else event_loop.check_round_s(pol.name, pol.round_s)
     est = estimate(jobs, cluster, round_s, fast=fast is not None or gavel is not None,
                    lp=round_s is not None and pol.name.startswith("gavel"))
     check_budget(est, max_memory, max_wall_s)
@@ -216,7 +216,7 @@ def replay(jobs: ReplayJobs, cluster: ReplayCluster, policy="fifo-strict", *,
                                 pol.fast, round(restore_s * NS))
             name = "compiled" if fast.__name__.endswith("_fastloop") else "python"
         else:
-            out = engine_ref.run(jobs, cluster, pol, placement, seed, restore_s, bar, clock)
+            out = event_loop.run(jobs, cluster, pol, placement, seed, restore_s, bar, clock)
             name = "python"
     finally:
         if bar is not None:

@@ -1,6 +1,6 @@
 """Compiled replay loop for the built-in event-driven policies on a pooled cluster.
 
-Same signature and numbers as :mod:`magnum_lib.replay.fastloop_ref` (the policy
+Same signature and numbers as :mod:`magnum_lib.replay.fastloop_adapter` (the policy
 classes run by the readable loop). Policies: ``fifo-strict``, ``fifo-skip``,
 ``sjf``, ``srtf``, ``las``. Semantics: see :mod:`magnum_lib.replay`.
 
@@ -15,7 +15,10 @@ dropped lazily by comparing with the job's current key.
 """
 from libc.math cimport ceil
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
+
+from magnum_lib.base._growth cimport grow_array, no_memory
+from magnum_lib.base._heap cimport Heap, heap_drop, heap_init, heap_push_keyed
 
 import numpy as np
 
@@ -30,67 +33,8 @@ cdef int64_t LAS_OFF = (<int64_t>1) << 43
 cdef int64_t NS_S = 1000000000
 
 
-cdef struct Heap:
-    int64_t* key
-    int64_t* job
-    Py_ssize_t size
-    Py_ssize_t cap
-
-
 cdef inline bint _less(int64_t ka, int64_t ja, int64_t kb, int64_t jb) noexcept nogil:
     return ka < kb or (ka == kb and ja < jb)
-
-
-cdef int heap_push(Heap* h, int64_t key, int64_t job) noexcept nogil:
-    cdef Py_ssize_t i, p
-    cdef int64_t* nk
-    cdef int64_t* nj
-    if h.size == h.cap:
-        nk = <int64_t*> realloc(h.key, 2 * h.cap * sizeof(int64_t))
-        if nk == NULL:
-            return -1
-        h.key = nk
-        nj = <int64_t*> realloc(h.job, 2 * h.cap * sizeof(int64_t))
-        if nj == NULL:
-            return -1
-        h.job = nj
-        h.cap *= 2
-    i = h.size
-    h.size += 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _less(key, job, h.key[p], h.job[p]):
-            break
-        h.key[i] = h.key[p]
-        h.job[i] = h.job[p]
-        i = p
-    h.key[i] = key
-    h.job[i] = job
-    return 0
-
-
-cdef void heap_pop(Heap* h) noexcept nogil:
-    cdef Py_ssize_t i = 0, c, n
-    cdef int64_t k, j
-    h.size -= 1
-    n = h.size
-    if n == 0:
-        return
-    k = h.key[n]
-    j = h.job[n]
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and _less(h.key[c + 1], h.job[c + 1], h.key[c], h.job[c]):
-            c += 1
-        if not _less(h.key[c], h.job[c], k, j):
-            break
-        h.key[i] = h.key[c]
-        h.job[i] = h.job[c]
-        i = c
-    h.key[i] = k
-    h.job[i] = j
 
 
 cdef struct Ctx:
@@ -169,7 +113,7 @@ cdef inline int64_t rank_key(Ctx* c, int64_t j) noexcept nogil:
 
 cdef inline int push_waiting(Ctx* c, int64_t j) noexcept nogil:
     c.key[j] = rank_key(c, j)
-    return heap_push(&c.heaps[c.bucket_of[j]], c.key[j], j)
+    return heap_push_keyed(&c.heaps[c.bucket_of[j]], c.key[j], j, j)
 
 
 cdef inline int64_t ceil_mul(double knob, int64_t ns) noexcept nogil:
@@ -203,13 +147,13 @@ cdef int64_t best_waiting(Ctx* c, int64_t budget, Py_ssize_t* which) noexcept no
             break
         h = &c.heaps[b]
         while h.size > 0:
-            j = h.job[0]
-            if c.status[j] == 1 and c.key[j] == h.key[0]:
+            j = h.data[0].payload
+            if c.status[j] == 1 and c.key[j] == h.data[0].time:
                 break
-            heap_pop(h)
-        if h.size > 0 and (bj < 0 or _less(h.key[0], h.job[0], bk, bj)):
-            bj = h.job[0]
-            bk = h.key[0]
+            heap_drop(h)
+        if h.size > 0 and (bj < 0 or _less(h.data[0].time, h.data[0].payload, bk, bj)):
+            bj = h.data[0].payload
+            bk = h.data[0].time
             which[0] = b
     return bj
 
@@ -238,7 +182,7 @@ cdef int pass_nonpreemptive(Ctx* c, int64_t t, int64_t* free_gpus, Py_ssize_t* h
         j = best_waiting(c, free_gpus[0], &which)
         if j < 0:
             break
-        heap_pop(&c.heaps[which])
+        heap_drop(&c.heaps[which])
         start_job(c, j, t)
         free_gpus[0] -= c.gpus[j]
         c.run[c.nrun] = j
@@ -259,15 +203,15 @@ cdef bint pass_is_noop(Ctx* c, int64_t free_gpus) noexcept nogil:
     for b in range(c.nb):
         h = &c.heaps[b]
         while h.size > 0:
-            j = h.job[0]
-            if c.status[j] == 1 and c.key[j] == h.key[0]:
+            j = h.data[0].payload
+            if c.status[j] == 1 and c.key[j] == h.data[0].time:
                 break
-            heap_pop(h)
+            heap_drop(h)
         if h.size == 0:
             continue
         if c.bsize[b] <= free_gpus:
             return False
-        if lj >= 0 and _less(h.key[0], h.job[0], lk, lj):
+        if lj >= 0 and _less(h.data[0].time, h.data[0].payload, lk, lj):
             return False
     return True
 
@@ -303,7 +247,7 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
             ri += 1
             budget -= c.gpus[r]
         else:
-            heap_pop(&c.heaps[which])
+            heap_drop(&c.heaps[which])
             start_job(c, j, t)
             chosen[nchosen] = j
             budget -= c.gpus[j]
@@ -336,7 +280,7 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
             j = t + (c.lim[c.q[r]] - (c.att[r] - c.base[r]) * c.gpus[r] + c.gpus[r] - 1) // c.gpus[r]
             if j != c.dem_t[r]:
                 c.dem_t[r] = j
-                if heap_push(&c.dem, j, r) != 0:
+                if heap_push_keyed(&c.dem, j, r, r) != 0:
                     return -2
     for k in range(npre):
         c.dem_t[pre[k]] = -1
@@ -346,21 +290,14 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
 
 
 cdef int record_util(Ctx* c, int64_t t, double busy) noexcept nogil:
-    cdef int64_t* nt
-    cdef double* nb
     if c.nu > 0 and (c.ut[c.nu - 1] == t or c.ub[c.nu - 1] == busy):
         if c.ut[c.nu - 1] == t:
             c.ub[c.nu - 1] = busy
         return 0
     if c.nu == c.ucap:
-        nt = <int64_t*> realloc(c.ut, 2 * c.ucap * sizeof(int64_t))
-        if nt == NULL:
+        if (grow_array(<void**> &c.ut, 2 * c.ucap, sizeof(int64_t)) < 0
+                or grow_array(<void**> &c.ub, 2 * c.ucap, sizeof(double)) < 0):
             return -2
-        c.ut = nt
-        nb = <double*> realloc(c.ub, 2 * c.ucap * sizeof(double))
-        if nb == NULL:
-            return -2
-        c.ub = nb
         c.ucap *= 2
     c.ut[c.nu] = t
     c.ub[c.nu] = busy
@@ -379,14 +316,14 @@ cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
             if c.q[j] < c.nlim and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
                 ids[m] = j
                 m += 1
-    while c.dem.size > 0 and c.dem.key[0] <= t:
-        j = c.dem.job[0]
-        if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0] and c.q[j] < c.nlim \
+    while c.dem.size > 0 and c.dem.data[0].time <= t:
+        j = c.dem.data[0].payload
+        if c.status[j] == 2 and c.dem_t[j] == c.dem.data[0].time and c.q[j] < c.nlim \
                 and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
             ids[m] = j
             m += 1
             c.dem_t[j] = -1
-        heap_pop(&c.dem)
+        heap_drop(&c.dem)
     if c.knob > 0:
         k = 0
         while k < c.nstarv:
@@ -432,12 +369,12 @@ cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
     cdef int64_t w = -1, j, left, x
     cdef Py_ssize_t k
     while c.dem.size > 0:
-        j = c.dem.job[0]
-        if c.status[j] == 2 and c.dem_t[j] == c.dem.key[0]:
+        j = c.dem.data[0].payload
+        if c.status[j] == 2 and c.dem_t[j] == c.dem.data[0].time:
             break
-        heap_pop(&c.dem)
-    if c.dem.size > 0 and c.dem.key[0] > t:
-        w = c.dem.key[0]
+        heap_drop(&c.dem)
+    if c.dem.size > 0 and c.dem.data[0].time > t:
+        w = c.dem.data[0].time
     if c.tjump:
         for k in range(c.nrun):
             j = c.run[k]
@@ -534,7 +471,7 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     ``spec``: ``("fifo-strict",)``, ``("fifo-skip",)``, ``("sjf",)``, ``("sjf", by,
     preemptive)`` (by: "duration", "gpus", "gpu_time"), ``("srtf",)``, ``("srtf", by)`` (by:
     "time", "gpu_time") or ``("las", thresholds_ns, promote_knob)``. Returns the dict of
-    :func:`magnum_lib.replay.engine_ref.run`.
+    :func:`magnum_lib.replay.event_loop.run`.
     """
     kinds = {"fifo-strict": K_STRICT, "fifo-skip": K_SKIP, "sjf": K_SJF, "srtf": K_SRTF, "las": K_LAS}
     if spec[0] not in kinds:
@@ -609,10 +546,7 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     dem_t = np.full(n, -1, np.int64)
     cdef int64_t[::1] v_dem = dem_t
     c.dem_t = &v_dem[0]
-    c.dem.cap = 64
-    c.dem.size = 0
-    c.dem.key = <int64_t*> malloc(64 * sizeof(int64_t))
-    c.dem.job = <int64_t*> malloc(64 * sizeof(int64_t))
+    heap_init(&c.dem, 64)
     c.nb = sizes.size
     c.bsize = &v_bs[0]
     c.run, c.nrun = &v_run[0], 0
@@ -626,33 +560,28 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
         free(c.ut)
         free(c.ub)
         free(c.heaps)
-        raise MemoryError("replay: out of memory")
+        no_memory("replay")
     for b in range(c.nb):
-        c.heaps[b].cap = 64
-        c.heaps[b].size = 0
-        c.heaps[b].key = <int64_t*> malloc(64 * sizeof(int64_t))
-        c.heaps[b].job = <int64_t*> malloc(64 * sizeof(int64_t))
+        heap_init(&c.heaps[b], 64)
     try:
-        if c.dem.key == NULL or c.dem.job == NULL:
-            raise MemoryError("replay: out of memory")
+        if c.dem.data == NULL:
+            no_memory("replay")
         for b in range(c.nb):
-            if c.heaps[b].key == NULL or c.heaps[b].job == NULL:
-                raise MemoryError("replay: out of memory")
+            if c.heaps[b].data == NULL:
+                no_memory("replay")
         with nogil:
             rc = loop(&c)
         if rc == -2:
-            raise MemoryError("replay: out of memory")
+            no_memory("replay")
         if rc == -1:
             raise RuntimeError("replay stalled: jobs wait on an idle cluster")
         ut = np.array(<int64_t[:c.nu]> c.ut, dtype=np.int64) if c.nu else np.zeros(0, np.int64)
         ub = np.array(<double[:c.nu]> c.ub, dtype=np.float64) if c.nu else np.zeros(0)
     finally:
         for b in range(c.nb):
-            free(c.heaps[b].key)
-            free(c.heaps[b].job)
+            free(c.heaps[b].data)
         free(c.heaps)
-        free(c.dem.key)
-        free(c.dem.job)
+        free(c.dem.data)
         free(c.ut)
         free(c.ub)
     # held: ns each job held its GPUs (run time plus restores; ``att``, kept for every policy)

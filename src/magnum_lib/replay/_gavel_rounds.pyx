@@ -1,7 +1,7 @@
 """Compiled form of :class:`~magnum_lib.replay.gavel_rounds.GavelRounds` under the replay loop.
 
 One nogil loop runs both halves of what the Python form splits in two: the replay loop of
-:func:`magnum_lib.replay.engine_ref.run` (pooled GPUs counted per type, event instants,
+:func:`magnum_lib.replay.event_loop.run` (pooled GPUs counted per type, event instants,
 progress at ``speed`` truncated to whole ns at each instant as the engine does) and the
 policy's ``schedule`` (Gavel's round clock in float seconds, allocation resets, priorities,
 deficits, whole steps, pauses). Every arithmetic step is the Python form's, in the same
@@ -23,7 +23,9 @@ calls it through ``gavel_rounds.run_compiled``).
 from cpython.ref cimport PyObject
 from libc.math cimport ceil, rint, isfinite
 from libc.stdint cimport int64_t, int8_t, uint8_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
+
+from magnum_lib.base._growth cimport grow_array, no_memory
 
 import numpy as np
 
@@ -41,7 +43,7 @@ cdef enum:
     E_MEM = 5
 
 
-cdef struct S:
+cdef struct RoundsState:
     # sizes and options
     Py_ssize_t n
     Py_ssize_t T
@@ -155,7 +157,7 @@ def _true_div(int64_t now):
     return now / 1000000000
 
 
-cdef double to_s(S* s, int64_t now) noexcept nogil:
+cdef double to_s(RoundsState* s, int64_t now) noexcept nogil:
     """Python's ``now / NS`` (correctly rounded; exact in doubles below 2^53)."""
     if now < EXACT:
         return <double>now / 1e9
@@ -163,7 +165,7 @@ cdef double to_s(S* s, int64_t now) noexcept nogil:
         return _true_div(now)
 
 
-cdef int call_allocate(S* s) noexcept with gil:
+cdef int call_allocate(RoundsState* s) noexcept with gil:
     """Gavel's max-min allocation of the active jobs: ``allocate(ids) -> X`` (active x T)."""
     cdef Py_ssize_t r, t, j
     cdef const double[:, ::1] X
@@ -186,7 +188,7 @@ cdef int call_allocate(S* s) noexcept with gil:
         return -1
 
 
-cdef int call_permute(S* s) noexcept with gil:
+cdef int call_permute(RoundsState* s) noexcept with gil:
     """The next batch of the blind policy's type orders (``permute(k) -> k x T``)."""
     cdef const int64_t[:, ::1] P
     cdef Py_ssize_t m = 256
@@ -206,13 +208,13 @@ cdef int call_permute(S* s) noexcept with gil:
 
 
 # ------------------------------------------------------------------ engine helpers
-cdef inline void run_add(S* s, int64_t j) noexcept nogil:
+cdef inline void run_add(RoundsState* s, int64_t j) noexcept nogil:
     s.run_pos[j] = s.nrun
     s.running[s.nrun] = j
     s.nrun += 1
 
 
-cdef inline void run_remove(S* s, int64_t j) noexcept nogil:
+cdef inline void run_remove(RoundsState* s, int64_t j) noexcept nogil:
     cdef Py_ssize_t p = s.run_pos[j]
     cdef int64_t last = s.running[s.nrun - 1]
     s.running[p] = last
@@ -221,7 +223,7 @@ cdef inline void run_remove(S* s, int64_t j) noexcept nogil:
     s.run_pos[j] = -1
 
 
-cdef inline int64_t finish_time(S* s, int64_t j) noexcept nogil:
+cdef inline int64_t finish_time(RoundsState* s, int64_t j) noexcept nogil:
     cdef int64_t r = s.rem[j] if s.rem[j] > 0 else 0
     cdef int64_t run = r if s.erate[j] == 1.0 else <int64_t> ceil(<double>r / s.erate[j])
     if run < 0:
@@ -229,7 +231,7 @@ cdef inline int64_t finish_time(S* s, int64_t j) noexcept nogil:
     return s.now + s.overhead[j] + run
 
 
-cdef void advance(S* s, int64_t t) noexcept nogil:
+cdef void advance(RoundsState* s, int64_t t) noexcept nogil:
     cdef int64_t dt = t - s.now, o, prog, j
     cdef Py_ssize_t k
     if dt > 0:
@@ -247,7 +249,7 @@ cdef void advance(S* s, int64_t t) noexcept nogil:
 
 
 # ------------------------------------------------------------------ the policy
-cdef void fifo_allocation(S* s) noexcept nogil:
+cdef void fifo_allocation(RoundsState* s) noexcept nogil:
     """``FIFOPolicy.get_allocation`` (base mode, one type) on the active jobs."""
     cdef Py_ssize_t k, q = 0, nq = 0, nf = s.nfifo, a, b
     cdef int64_t n_free = s.N[0], x, h, j
@@ -298,7 +300,7 @@ cdef void fifo_allocation(S* s) noexcept nogil:
         s.in_alloc[j] = 1
 
 
-cdef void waterfill(S* s) noexcept nogil:
+cdef void waterfill(RoundsState* s) noexcept nogil:
     """``fairness.maxmin_waterfill`` on the active jobs (one type), the same float steps in
     the same order (so the same bits): progressive filling of the levels a_j x_j."""
     cdef Py_ssize_t k, na = s.na
@@ -337,7 +339,7 @@ cdef void waterfill(S* s) noexcept nogil:
         s.in_alloc[j] = 1
 
 
-cdef inline bint before(S* s, int64_t x, int64_t y) noexcept nogil:
+cdef inline bint before(RoundsState* s, int64_t x, int64_t y) noexcept nogil:
     """Entry x ranks before entry y: (priority, deficit, allocation) larger; ties: earlier."""
     if s.ent_p[x] != s.ent_p[y]:
         return s.ent_p[x] > s.ent_p[y]
@@ -348,7 +350,7 @@ cdef inline bint before(S* s, int64_t x, int64_t y) noexcept nogil:
     return s.ent_j[x] < s.ent_j[y]
 
 
-cdef void sort_entries(S* s, Py_ssize_t base, Py_ssize_t m) noexcept nogil:
+cdef void sort_entries(RoundsState* s, Py_ssize_t base, Py_ssize_t m) noexcept nogil:
     """Sort entry positions base..base+m-1 into s.idx[base..] by :func:`before` (a strict
     total order: Python's stable sort, reverse=True, of entries in arrival order).
 
@@ -408,7 +410,7 @@ cdef void sort_entries(S* s, Py_ssize_t base, Py_ssize_t m) noexcept nogil:
             s.idx[base + k] = src[k]
 
 
-cdef inline void put_entry(S* s, Py_ssize_t pos, int64_t j, Py_ssize_t t) noexcept nogil:
+cdef inline void put_entry(RoundsState* s, Py_ssize_t pos, int64_t j, Py_ssize_t t) noexcept nogil:
     """Entry ``pos``: job j on type t with Gavel's priority, deficit and allocation."""
     cdef int64_t TT = s.T
     cdef bint has = s.in_alloc[j]
@@ -424,7 +426,7 @@ cdef inline void put_entry(S* s, Py_ssize_t pos, int64_t j, Py_ssize_t t) noexce
     s.ent_a[pos] = a
 
 
-cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
+cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
     """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
 
     Ranks by a merge: between resets a job's priority changes relative to the others only
@@ -509,7 +511,7 @@ cdef Py_ssize_t rank_list(S* s, Py_ssize_t t) noexcept nogil:
     return o
 
 
-cdef int choose(S* s, double T) noexcept nogil:
+cdef int choose(RoundsState* s, double T) noexcept nogil:
     """One call of Gavel's ``_schedule_jobs_on_workers``: fills s.cj/ct/cr (s.nchosen)."""
     cdef double elapsed = T - s.last_reset, a
     cdef Py_ssize_t t, k, m, o
@@ -571,7 +573,7 @@ cdef int choose(S* s, double T) noexcept nogil:
     return 0
 
 
-cdef int schedule(S* s) noexcept nogil:
+cdef int schedule(RoundsState* s) noexcept nogil:
     """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
     cdef int64_t now = s.now, j, t, length, rem, r_end, worst
     cdef Py_ssize_t k, nr
@@ -724,7 +726,7 @@ cdef int schedule(S* s) noexcept nogil:
     return 0
 
 
-cdef inline void wake_round(S* s) noexcept nogil:
+cdef inline void wake_round(RoundsState* s) noexcept nogil:
     """Wake at the round's end and at each micro-task end before it (the earliest ahead)."""
     cdef Py_ssize_t k
     cdef int64_t end
@@ -734,7 +736,7 @@ cdef inline void wake_round(S* s) noexcept nogil:
             s.wake = end
 
 
-cdef void apply(S* s) noexcept nogil:
+cdef void apply(RoundsState* s) noexcept nogil:
     cdef Py_ssize_t k
     cdef int64_t j, t
     for k in range(s.ndpre):
@@ -758,8 +760,8 @@ cdef void apply(S* s) noexcept nogil:
         run_add(s, j)
 
 
-cdef int core(S* s, int64_t** util_t, double** util_b, Py_ssize_t* cap, Py_ssize_t* nutil) noexcept nogil:
-    """:func:`engine_ref.run`'s loop with the policy inlined (see the module docstring)."""
+cdef int core(RoundsState* s, int64_t** util_t, double** util_b, Py_ssize_t* cap, Py_ssize_t* nutil) noexcept nogil:
+    """:func:`event_loop.run`'s loop with the policy inlined (see the module docstring)."""
     cdef Py_ssize_t i = 0, done = 0, k, nu = 0
     cdef int64_t t, ft, j, wake = -1, used
     cdef double busy
@@ -814,14 +816,8 @@ cdef int core(S* s, int64_t** util_t, double** util_b, Py_ssize_t* cap, Py_ssize
 
 cdef int grow(int64_t** a, double** b, Py_ssize_t* cap) noexcept nogil:
     cdef Py_ssize_t c = 2 * cap[0]
-    cdef int64_t* na = <int64_t*> realloc(a[0], c * sizeof(int64_t))
-    if na == NULL:
+    if grow_array(<void**> a, c, sizeof(int64_t)) < 0 or grow_array(<void**> b, c, sizeof(double)) < 0:
         return -1
-    a[0] = na
-    cdef double* nb = <double*> realloc(b[0], c * sizeof(double))
-    if nb == NULL:
-        return -1
-    b[0] = nb
     cap[0] = c
     return 0
 
@@ -838,7 +834,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     allocation resets; ``permute(k)``: k type orders (the blind policy) or None;
     ``waterfill_thr`` (one type, max-min): the LP's thr per job, allocated here by progressive
     filling (``fairness.maxmin_waterfill``) instead of calling ``allocate``.
-    Returns the dict of :func:`magnum_lib.replay.engine_ref.run`. Raises ValueError on bad
+    Returns the dict of :func:`magnum_lib.replay.event_loop.run`. Raises ValueError on bad
     input, PolicyStuck / RuntimeError as the Python form does.
     """
     cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
@@ -966,7 +962,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
         tq = wfv[q]
         wf_a[q] = ((1.0 / tq) * <double> gpv[q]) * tq if tq > 0.0 else 0.0
     errbox, holder = [], [None]
-    cdef S s
+    cdef RoundsState s
     s.n, s.T, s.fifo = n, T, fifo
     s.iteration_s, s.reset_s, s.half = iteration_s, reset_s, iteration_s / 2.0
     s.restore_ns = rns
@@ -1025,7 +1021,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
             raise RuntimeError(f"GavelRounds: job {s.err_job} does not fit (internal error)")
         if s.err == E_LAG:
             raise RuntimeError("GavelRounds: a job outlived its last micro-task (internal error)")
-        raise MemoryError("run_gavel_rounds: out of memory")
+        no_memory("run_gavel_rounds")
     return dict(first_start=first_np[:n].copy(), finish=fin_np[:n].copy(), preemptions=pre_np[:n].copy(),
                 held=held_np[:n].copy(), util_t=util_t, util_busy=util_b)
 

@@ -69,7 +69,7 @@ few microseconds (our clock is whole ns, Gavel's float seconds); FIFO on v100/p1
 Gavel's matrix: to 13 us on the traces tested.
 
 Two forms. This class is the readable reference: it runs in the Python replay loop
-(``engine_ref.py``) with ``backend="python"``, ``MAGNUM_PUREPYTHON=1``, a subclass, a
+(``event_loop.py``) with ``backend="python"``, ``MAGNUM_PUREPYTHON=1``, a subclass, a
 placement other than ``pooled``, shared GPUs or a type mask. Otherwise :func:`~magnum_lib.replay.replay`
 runs :func:`run_compiled`: ``replay/_gavel_rounds.pyx`` inlines this policy into the replay
 loop in one nogil kernel, with the same arithmetic in the same order, and calls back into
@@ -412,7 +412,7 @@ class GavelFIFO(GavelRounds):
 def run_compiled(kernel, jobs, cluster, policy: GavelRounds, restore_s: float = 0.0) -> dict:
     """``policy`` replayed by the compiled kernel (``_gavel_rounds.run_gavel_rounds``).
 
-    Same numbers as ``engine_ref.run(jobs, cluster, policy, "pooled", ...)`` (pooled GPUs,
+    Same numbers as ``event_loop.run(jobs, cluster, policy, "pooled", ...)`` (pooled GPUs,
     whole GPUs, no type mask; :func:`magnum_lib.replay.replay` checks that): the policy's
     ``reset`` validates and derives the inputs (steps/s, step counts, type order), the
     kernel runs the loop, and calls back here for the LP at allocation resets and for the

@@ -2,114 +2,24 @@
 # the model and the array layout). Same events, same heap order (time, then insertion),
 # same xorshift draws, so both backends give identical arrays.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
-from libc.stdlib cimport malloc, calloc, free, realloc
+from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy
 
 import numpy as np
 
 from magnum_lib._typedefs cimport intp_t
-from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_before, heap_push, heap_pop
+from magnum_lib.base._growth cimport grow_array, no_memory
+from magnum_lib.base._heap cimport Heap, HeapEntry, heap_before, heap_pop, heap_push
+from magnum_lib.base._rng cimport below64, xorshift64_seed, xorshift64star
 from magnum_lib.node._dispatcher cimport most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node._hedge_rule cimport HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional._place_rule cimport better_of_two, ring_first
 from magnum_lib.regional._lease_rule cimport (LR_ACCEPT, LR_PREEMPT, VictimSlots, cover_victims, lease_expired,
                                               lease_verdict, lost_work_ns)
-from magnum_lib.sim import core_ref as _ref
 
-cdef extern from *:
-    ctypedef unsigned long long uint128_t "unsigned __int128"
-
-cdef enum:
-    EV_ROUND = 0
-    EV_LEASE = 1
-    EV_FINISH = 2
-    EV_HEDGE = 3
-    EV_GOSSIP = 4
-    EV_RETRY = 5
-    EV_CKPT = 6
-
-cdef enum:
-    POL_RANDOM = 0
-    POL_SCAN = 1
-    POL_TWO = 2
-    POL_HASH = 3
-    POL_HINTS = 4
-
-cdef enum:
-    VIEW_FRESH = 0
-    VIEW_ROUND = 1
-    VIEW_GOSSIP = 2
-
-cdef enum:
-    PRE_NONE = 0
-    PRE_CHECKPOINT = 1
-    PRE_MICRO = 2
-
-cdef enum:
-    ST_WAIT = 0
-    ST_RUN = 1
-    ST_DONE = 2
-    ST_DROP = 3
-
-cdef enum:
-    C_ROUND = 0
-    C_SCHED = 1
-    C_RTT = 2
-    C_VALID = 3
-    C_RETRY = 4
-    C_DISPATCH = 5
-
-cdef enum:
-    K_EVENTS = 0
-    K_ROUNDS
-    K_LEASES
-    K_ACCEPT
-    K_ACCEPT_MICRO
-    K_ACCEPT_CKPT
-    K_QUEUED
-    K_REFUSED
-    K_EXPIRED
-    K_NOFIT
-    K_DROPPED
-    K_HEDGES
-    K_HEDGE_NONE
-    K_HEDGE_WON
-    K_HEDGE_NS
-    K_EVICT
-    K_RESUMED
-    K_LOST_NS
-    K_CKPT_NS
-    K_MICRO_NS
-    K_EXAMINED
-    K_VIEW_AGE_NS
-    K_VIEW_SAMPLES
-    K_GOSSIP
-    K_DONE
-    K_PAUSED
-    K_UNPAUSED
-
-cdef enum:
-    TR_ARRIVE = 0
-    TR_ROUND
-    TR_PLACED
-    TR_NOFIT
-    TR_LEASE
-    TR_REFUSED
-    TR_QUEUED
-    TR_START
-    TR_HEDGE
-    TR_FINISH
-    TR_DROP
-    TR_PAUSE
-    TR_RESUME
-
-cdef enum:
-    CS_NONE = 0
-    CS_RUN = 1
-    CS_ENDED = 2
-    CS_PAUSED = 3
-
-cdef int TRACE_ROWS = _ref.TRACE_ROWS
+# The codes (EV_*, POL_*, ..., TRACE_ROWS) and CoreState (every parameter and array of the
+# core, bound by name), generated from sim/contract.py by scripts/gen_core_contract.py.
+include "_core_contract.pxi"
 
 
 # Event lanes. Leases of one scheduler and lease refusals are scheduled in time order, so
@@ -208,23 +118,9 @@ cdef inline void sort_entries(HeapEntry* a, intp_t n) noexcept nogil:
         a[j + 1] = x
 
 
-cdef inline uint64_t xorshift(uint64_t x) noexcept nogil:
-    x ^= x >> 12
-    x ^= x << 25
-    x ^= x >> 27
-    return x
-
-
-cdef class Core:
+cdef class Core(CoreState):
     """The request-path simulation of one region (see ``core_ref.Core``)."""
 
-    cdef public object A
-    cdef public object p
-    cdef int64_t n_nodes, n_req, n_types, n_cls, n_sched, round_ns, rtt_half_ns, c_round_ns
-    cdef int64_t c_dec_ns, c_node_ns, c_val_ns, quantum_ns, policy, view_mode, preempt
-    cdef int64_t micro_ns, hedge_milli, node_queue, lease_ns, max_attempts, gossip_ns, ring_m
-    cdef int64_t trace_id, ckpt_interval_ns, train_prio, draws, scan_limit, piggyback, seed, part_start_ns, part_end_ns
-    cdef int64_t n_rank, resume_ns, part_leases
     cdef uint64_t rng
     cdef Heap heap
     cdef Lane* lanes          # n_sched lease lanes, then the refusal lane
@@ -237,19 +133,6 @@ cdef class Core:
     cdef int64_t pend_head, pend_len, pend_cap
     cdef int64_t* batch
     cdef int64_t* work
-    # arrays
-    cdef int64_t[::1] node_dev, node_type, node_ckpt_ns, run, qlen, train, hold, inflight
-    cdef int64_t[::1] view_busy, view_train, view_time, view_ver, snap_busy, snap_train, lag, part, own, own_tick
-    # per request / per copy: as narrow as their ranges allow (model.build_region checks them)
-    cdef int64_t[::1] nq_head, nq_tail, nq_len, slot_off, slot_rank, arr, start, finish, ready, expiry, cstart, cend
-    cdef int8_t[::1] cls, status, cstate, cborrow, cslot
-    cdef int32_t[::1] node, attempts, cq_next, cnode, slot_copy
-    cdef float[::1] noise, hnoise
-    cdef int64_t[:, ::1] comp, trace
-    cdef int64_t[::1] pool_nodes, pool_off, cpool, cpool_off
-    cdef int64_t[::1] ring_key, ring_node, ring_off, hint_off, hint_nodes
-    cdef int64_t[::1] shard_node, shard_dev, shard_start, shard_state, node_shard_off
-    cdef int64_t[::1] service, cls_prio, cls_rank, cls_setup, type_nodes, type_off, cnt, busy_type, skip
 
     def __cinit__(self):
         self.heap.data = NULL
@@ -276,96 +159,8 @@ cdef class Core:
         free(self.work)
 
     def __init__(self, A, params):
-        self.A = A
-        vals = [int(v) for v in params]
-        self.p = dict(zip(_ref.PARAMS, vals))
-        (self.n_nodes, self.n_req, self.n_types, self.n_cls, self.n_sched, self.round_ns, self.rtt_half_ns,
-         self.c_round_ns, self.c_dec_ns, self.c_node_ns, self.c_val_ns, self.quantum_ns, self.policy,
-         self.view_mode, self.preempt, self.micro_ns, self.hedge_milli, self.node_queue, self.lease_ns,
-         self.max_attempts, self.gossip_ns, self.ring_m, self.trace_id, self.ckpt_interval_ns,
-         self.train_prio, self.draws, self.scan_limit, self.piggyback, self.seed, self.part_start_ns, self.part_end_ns,
-         self.n_rank, self.resume_ns, self.part_leases) = vals
-        for name in ("node_dev", "node_type", "node_ckpt_ns", "run", "qlen", "train", "hold", "inflight", "view_busy",
-                     "view_train", "view_time", "view_ver", "snap_busy", "snap_train", "lag", "part", "own",
-                     "own_tick", "nq_head", "nq_tail", "nq_len", "slot_off", "slot_copy", "slot_rank", "arr", "cls",
-                     "status", "start", "finish", "node", "attempts", "ready", "expiry", "cq_next", "cstate", "cnode",
-                     "cstart", "cend", "cslot", "cborrow", "pool_nodes", "pool_off", "cpool", "cpool_off", "ring_key",
-                     "ring_node", "ring_off", "hint_off", "hint_nodes", "shard_node", "shard_dev", "shard_start",
-                     "shard_state", "node_shard_off", "service", "cls_prio", "cls_rank", "cls_setup", "type_nodes",
-                     "type_off", "cnt", "busy_type", "noise", "hnoise", "comp", "trace", "skip"):
-            a = A[name]
-            if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
-                raise ValueError(f"A[{name!r}] must be a C-contiguous numpy array")
-        self.node_dev = A["node_dev"]
-        self.node_type = A["node_type"]
-        self.node_ckpt_ns = A["node_ckpt_ns"]
-        self.run = A["run"]
-        self.qlen = A["qlen"]
-        self.train = A["train"]
-        self.hold = A["hold"]
-        self.inflight = A["inflight"]
-        self.view_busy = A["view_busy"]
-        self.view_train = A["view_train"]
-        self.view_time = A["view_time"]
-        self.view_ver = A["view_ver"]
-        self.snap_busy = A["snap_busy"]
-        self.snap_train = A["snap_train"]
-        self.lag = A["lag"]
-        self.part = A["part"]
-        self.own = A["own"]
-        self.own_tick = A["own_tick"]
-        self.nq_head = A["nq_head"]
-        self.nq_tail = A["nq_tail"]
-        self.nq_len = A["nq_len"]
-        self.slot_off = A["slot_off"]
-        self.slot_copy = A["slot_copy"]
-        self.slot_rank = A["slot_rank"]
-        self.arr = A["arr"]
-        self.cls = A["cls"]
-        self.status = A["status"]
-        self.start = A["start"]
-        self.finish = A["finish"]
-        self.node = A["node"]
-        self.attempts = A["attempts"]
-        self.ready = A["ready"]
-        self.expiry = A["expiry"]
-        self.cq_next = A["cq_next"]
-        self.cend = A["cend"]
-        self.cslot = A["cslot"]
-        self.noise = A["noise"]
-        self.hnoise = A["hnoise"]
-        self.comp = A["comp"]
-        self.trace = A["trace"]
-        self.cstate = A["cstate"]
-        self.cnode = A["cnode"]
-        self.cstart = A["cstart"]
-        self.cborrow = A["cborrow"]
-        self.pool_nodes = A["pool_nodes"]
-        self.pool_off = A["pool_off"]
-        self.cpool = A["cpool"]
-        self.cpool_off = A["cpool_off"]
-        self.ring_key = A["ring_key"]
-        self.ring_node = A["ring_node"]
-        self.ring_off = A["ring_off"]
-        self.hint_off = A["hint_off"]
-        self.hint_nodes = A["hint_nodes"]
-        self.shard_node = A["shard_node"]
-        self.shard_dev = A["shard_dev"]
-        self.shard_start = A["shard_start"]
-        self.shard_state = A["shard_state"]
-        self.node_shard_off = A["node_shard_off"]
-        self.service = A["service"]
-        self.cls_prio = A["cls_prio"]
-        self.cls_rank = A["cls_rank"]
-        self.cls_setup = A["cls_setup"]
-        self.type_nodes = A["type_nodes"]
-        self.type_off = A["type_off"]
-        self.cnt = A["cnt"]
-        self.busy_type = A["busy_type"]
-        self.skip = A["skip"]
-        self.rng = <uint64_t> self.seed * <uint64_t> 0x9E3779B97F4A7C15 + 1
-        if self.rng == 0:
-            self.rng = 1
+        self._bind(A, params)
+        self.rng = xorshift64_seed(<uint64_t> self.seed)
         self.heap.capacity = 1024
         self.heap.size = 0
         self.heap.next_seq = 0
@@ -375,21 +170,21 @@ cdef class Core:
         self.batch = <int64_t*> malloc(self.pend_cap * sizeof(int64_t))
         self.work = <int64_t*> malloc(max(self.n_sched, 1) * sizeof(int64_t))
         if self.heap.data == NULL or self.pend == NULL or self.batch == NULL or self.work == NULL:
-            raise MemoryError()
+            no_memory("sim core")
         self.lanes = <Lane*> malloc((self.n_sched + 1) * sizeof(Lane))
         if self.lanes == NULL:
-            raise MemoryError()
+            no_memory("sim core")
         for q in range(self.n_sched + 1):
             self.lanes[q].data = <HeapEntry*> malloc(256 * sizeof(HeapEntry))
             if self.lanes[q].data == NULL:
-                raise MemoryError()
+                no_memory("sim core")
             self.n_lanes = q + 1
             self.lanes[q].head = 0
             self.lanes[q].size = 0
             self.lanes[q].cap = 256
         self.cal = <Lane*> calloc(CAL_N, sizeof(Lane))
         if self.cal == NULL:
-            raise MemoryError()
+            no_memory("sim core")
         self.cal_cur = 0
         self.cal_pos = 0
         self.cal_count = 0
@@ -411,7 +206,6 @@ cdef class Core:
     cdef inline void _push(self, int64_t t, int64_t ident, int64_t kind) noexcept nogil:
         cdef int64_t b = t >> CAL_SHIFT
         cdef Lane* bk
-        cdef HeapEntry* bigger
         cdef intp_t cap
         if b <= self.cal_cur or b - self.cal_cur >= CAL_N:
             heap_push(&self.heap, t, ident * 8 + kind)
@@ -419,11 +213,9 @@ cdef class Core:
         bk = &self.cal[b & CAL_MASK]
         if bk.size == bk.cap:
             cap = 64 if bk.cap == 0 else 2 * bk.cap
-            bigger = <HeapEntry*> realloc(bk.data, cap * sizeof(HeapEntry))
-            if bigger == NULL:  # out of memory: the heap keeps the order as well
-                heap_push(&self.heap, t, ident * 8 + kind)
+            if grow_array(<void**> &bk.data, cap, sizeof(HeapEntry)) < 0:
+                heap_push(&self.heap, t, ident * 8 + kind)  # out of memory: the heap keeps the order too
                 return
-            bk.data = bigger
             bk.cap = cap
         bk.data[bk.size].time = t
         bk.data[bk.size].seq = self.heap.next_seq
@@ -502,8 +294,7 @@ cdef class Core:
 
     cdef inline uint64_t _rand(self, uint64_t n) noexcept nogil:
         # uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)
-        self.rng = xorshift(self.rng)
-        return <uint64_t> ((<uint128_t> (self.rng * <uint64_t> 0x2545F4914F6CDD1D) * n) >> 64)
+        return below64(xorshift64star(&self.rng), n)
 
     cdef inline void _trace(self, int64_t r, int64_t t, int64_t code, int64_t nd) noexcept nogil:
         if r == self.trace_id and self.ntrace < TRACE_ROWS:

@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import heapq
 
+from magnum_lib.base.rng import below64, xorshift64_seed, xorshift64star
 from magnum_lib.node.dispatcher_ref import most_urgent, next_boundary, pause_victim, start_after
 from magnum_lib.node.hedge_rule_ref import HEDGE_PROBES, hedge_delay_ns, sends_copy, takes_copy
 from magnum_lib.regional.hashing import ring_first
@@ -100,54 +101,79 @@ from magnum_lib.regional.validator_ref import (
     lease_verdict,
     lost_work_ns,
 )
-
-MASK64 = (1 << 64) - 1
-
-# Event kinds (low 3 bits of the payload).
-EV_ROUND, EV_LEASE, EV_FINISH, EV_HEDGE, EV_GOSSIP, EV_RETRY, EV_CKPT = range(7)
-
-# Policies.
-POL_RANDOM, POL_SCAN, POL_TWO, POL_HASH, POL_HINTS = range(5)
-# View modes.
-VIEW_FRESH, VIEW_ROUND, VIEW_GOSSIP = range(3)
-# Preemption modes.
-PRE_NONE, PRE_CHECKPOINT, PRE_MICRO = range(3)
-# Request status.
-ST_WAIT, ST_RUN, ST_DONE, ST_DROP = range(4)
-# Components of decision latency.
-C_ROUND, C_SCHED, C_RTT, C_VALID, C_RETRY, C_DISPATCH = range(6)
-# Counters.
-(K_EVENTS, K_ROUNDS, K_LEASES, K_ACCEPT, K_ACCEPT_MICRO, K_ACCEPT_CKPT, K_QUEUED, K_REFUSED,
- K_EXPIRED, K_NOFIT, K_DROPPED, K_HEDGES, K_HEDGE_NONE, K_HEDGE_WON, K_HEDGE_NS, K_EVICT,
- K_RESUMED, K_LOST_NS, K_CKPT_NS, K_MICRO_NS, K_EXAMINED, K_VIEW_AGE_NS, K_VIEW_SAMPLES,
- K_GOSSIP, K_DONE, K_PAUSED, K_UNPAUSED) = range(27)
-N_COUNTERS = 27
-# Trace event codes.
-(TR_ARRIVE, TR_ROUND, TR_PLACED, TR_NOFIT, TR_LEASE, TR_REFUSED, TR_QUEUED, TR_START, TR_HEDGE, TR_FINISH, TR_DROP,
- TR_PAUSE, TR_RESUME) = range(13)
-# Copy states (cstate).
-CS_NONE, CS_RUN, CS_ENDED, CS_PAUSED = range(4)
-TRACE_ROWS = 64
-
-# Integer parameters, in this order (the wiring builds the list).
-PARAMS = ("n_nodes", "n_req", "n_types", "n_cls", "n_sched", "round_ns", "rtt_half_ns", "c_round_ns",
-          "c_dec_ns", "c_node_ns", "c_val_ns", "quantum_ns", "policy", "view_mode", "preempt",
-          "micro_ns", "hedge_milli", "node_queue", "lease_ns", "max_attempts", "gossip_ns", "ring_m",
-          "trace_id", "ckpt_interval_ns", "train_prio", "draws", "scan_limit", "piggyback", "seed", "part_start_ns", "part_end_ns",
-          "n_rank", "resume_ns", "part_leases")
-
-
-def xorshift(state: int) -> int:
-    """xorshift64* step (Vigna 2016), 64-bit wrap-around, mirrored in ``_core.pyx``."""
-    x = state
-    x ^= x >> 12
-    x ^= (x << 25) & MASK64
-    x ^= x >> 27
-    return x
-
-
-def scramble(x: int) -> int:
-    return (x * 0x2545F4914F6CDD1D) & MASK64
+from magnum_lib.sim.contract import (  # the codes and parameter names, shared with _core.pyx
+    C_DISPATCH,
+    C_RETRY,
+    C_ROUND,
+    C_RTT,
+    C_SCHED,
+    C_VALID,
+    CS_ENDED,
+    CS_PAUSED,
+    CS_RUN,
+    EV_CKPT,
+    EV_FINISH,
+    EV_GOSSIP,
+    EV_HEDGE,
+    EV_LEASE,
+    EV_RETRY,
+    EV_ROUND,
+    K_ACCEPT,
+    K_ACCEPT_CKPT,
+    K_ACCEPT_MICRO,
+    K_CKPT_NS,
+    K_DONE,
+    K_DROPPED,
+    K_EVENTS,
+    K_EVICT,
+    K_EXAMINED,
+    K_EXPIRED,
+    K_GOSSIP,
+    K_HEDGE_NONE,
+    K_HEDGE_NS,
+    K_HEDGE_WON,
+    K_HEDGES,
+    K_LEASES,
+    K_LOST_NS,
+    K_MICRO_NS,
+    K_NOFIT,
+    K_PAUSED,
+    K_QUEUED,
+    K_REFUSED,
+    K_RESUMED,
+    K_ROUNDS,
+    K_UNPAUSED,
+    K_VIEW_AGE_NS,
+    K_VIEW_SAMPLES,
+    PARAMS,
+    POL_HASH,
+    POL_HINTS,
+    POL_RANDOM,
+    POL_SCAN,
+    POL_TWO,
+    PRE_MICRO,
+    PRE_NONE,
+    ST_DONE,
+    ST_DROP,
+    ST_RUN,
+    TR_ARRIVE,
+    TR_DROP,
+    TR_FINISH,
+    TR_HEDGE,
+    TR_LEASE,
+    TR_NOFIT,
+    TR_PAUSE,
+    TR_PLACED,
+    TR_QUEUED,
+    TR_REFUSED,
+    TR_RESUME,
+    TR_ROUND,
+    TR_START,
+    TRACE_ROWS,
+    VIEW_FRESH,
+    VIEW_GOSSIP,
+    VIEW_ROUND,
+)
 
 
 class Core:
@@ -159,7 +185,7 @@ class Core:
         self.p = p
         for k, v in p.items():
             setattr(self, k, v)
-        self.rng = (p["seed"] * 0x9E3779B97F4A7C15 + 1) & MASK64 or 1
+        self.rng = xorshift64_seed(p["seed"])
         self.heap: list = []
         self.seq = 0
         self.now = 0
@@ -183,8 +209,8 @@ class Core:
 
     def _rand(self, n):
         """Uniform in [0, n): the high 64 bits of draw x n (Lemire 2019; no division)."""
-        self.rng = xorshift(self.rng)
-        return (scramble(self.rng) * n) >> 64
+        self.rng, x = xorshift64star(self.rng)
+        return below64(x, n)
 
     def _trace(self, r, t, code, node):
         if r == self.trace_id and self.ntrace < TRACE_ROWS:

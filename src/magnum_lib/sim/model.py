@@ -29,7 +29,7 @@ from magnum_lib.engine.distributions import NS_PER_S
 from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.regional.hashing import hash_ring
 from magnum_lib.regional.validator_ref import checkpoint_s
-from magnum_lib.sim import core_ref as K
+from magnum_lib.sim import contract, core_ref
 from magnum_lib.sim.config import SimConfig, check_config
 from magnum_lib.sim.pages import on_small_pages
 
@@ -43,7 +43,7 @@ def core_module(backend: str | None = None):
     """The core for ``backend`` ("compiled", "python") or the active one."""
     import importlib
     if backend == "python":
-        return K
+        return core_ref
     if backend == "compiled":
         return importlib.import_module("magnum_lib.sim._core")
     return _backend.pick("magnum_lib.sim._core", "magnum_lib.sim.core_ref")
@@ -484,7 +484,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
         node_shard_off=node_shard_off,
         service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64), cls_rank=cls_rank,
         cls_setup=setup, type_nodes=type_nodes, type_off=type_off,
-        cnt=z(K.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((K.TRACE_ROWS, 3), -1, dtype=np.int64),
+        cnt=z(contract.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((contract.TRACE_ROWS, 3), -1, dtype=np.int64),
     )
     if cfg.view != "fresh":
         A["view_busy"][:] = 0
@@ -502,7 +502,7 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
              part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
              part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1,
              n_rank=NR, resume_ns=_ns(cfg.micro_resume_s), part_leases=int(cfg.partition_leases))
-    params = [P[k] for k in K.PARAMS]
+    params = [P[k] for k in contract.PARAMS]
     A["lag"][:] = rng.choice(lag_dist, size=n)
     core = core_module(backend).Core(A, np.array(params, dtype=np.int64))
     run = RegionRun(cfg, A, params, core, keys, power, times, rate, lag_dist, inf_dev)
@@ -622,7 +622,7 @@ def _digest(run: RegionRun, t_ns: int) -> None:
     no_free = A["node_dev"] - A["view_train"]
     vb = A["view_busy"]
     p = run.params
-    ps, pe = p[K.PARAMS.index("part_start_ns")], p[K.PARAMS.index("part_end_ns")]
+    ps, pe = p[contract.PARAMS.index("part_start_ns")], p[contract.PARAMS.index("part_end_ns")]
     if ps <= t_ns < pe:  # the partitioned nodes' digest does not arrive
         reach = A["part"] == 0
         vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from magnum_lib.engine.distributions import NS_PER_S
-from magnum_lib.sim import core_ref as K
+from magnum_lib.sim import contract
 from magnum_lib.sim.pages import on_small_pages
 
 COMPONENTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
@@ -61,7 +61,7 @@ def digest(run) -> dict:
     R = len(status)
     C, T = len(run.cfg.classes), len(run.type_keys)
     n_started = int(np.count_nonzero(start >= 0))
-    n_done = int(np.count_nonzero(status == K.ST_DONE))
+    n_done = int(np.count_nonzero(status == contract.ST_DONE))
     # every step-th started request (uniform over the run) goes to the breakdown sample
     step = -(-n_started // BREAKDOWN_SAMPLE) if n_started else 1
     dl, e2e, e2e_cls = _Latencies(n_started), _Latencies(n_done), np.empty(n_done, np.int8)
@@ -81,7 +81,7 @@ def digest(run) -> dict:
         k = int(np.count_nonzero(was))
         np.subtract(s, a, out=tmp[:b])
         dl.put(np.compress(was, tmp[:b], out=buf[:k]))
-        ok = st == K.ST_DONE
+        ok = st == contract.ST_DONE
         kd = int(np.count_nonzero(ok))
         np.subtract(finish[sl], a, out=tmp[:b])
         e2e.put(np.compress(ok, tmp[:b], out=buf[:kd]))
@@ -95,8 +95,8 @@ def digest(run) -> dict:
         first = (-i_s) % step  # the block's first started request whose rank is a multiple of step
         if first < k:
             sample_idx.append(np.flatnonzero(was)[first::step] + lo)
-        dropped += int(np.count_nonzero(st == K.ST_DROP))
-        in_flight += int(np.count_nonzero((st == K.ST_WAIT) | (st == K.ST_RUN)))
+        dropped += int(np.count_nonzero(st == contract.ST_DROP))
+        in_flight += int(np.count_nonzero((st == contract.ST_WAIT) | (st == contract.ST_RUN)))
         i_s, i_d = i_s + k, i_d + kd
     class_type = np.zeros((T, C), dtype=np.int64)
     np.add.at(class_type, A["node_type"], per_node.reshape(-1, C))
@@ -105,7 +105,7 @@ def digest(run) -> dict:
     return {
         "cfg": run.cfg, "type_keys": run.type_keys, "power_w": run.power_w, "rate": run.rate,
         "class_type": class_type, "times": run.times, "energy": run.energy,
-        "n_nodes": int(run.params[0]), "trace_id": int(run.params[K.PARAMS.index("trace_id")]),
+        "n_nodes": int(run.params[0]), "trace_id": int(run.params[contract.PARAMS.index("trace_id")]),
         "dl": dl.out, "e2e": e2e.out, "e2e_cls": e2e_cls,
         "cls_count": cls_count,
         "comp_sum": comp_sum, "comp_n": n_started, "comp_sample": sample,
@@ -164,7 +164,7 @@ def summarize(digests, wall_s: float) -> dict:
                      "dropped_reason": {"retries_exhausted": dropped},
                      "in_flight": sum(r["in_flight"] for r in runs), "started": sum(r["started"] for r in runs)},
         "trace": {"request": runs[0]["trace_id"], "region": 0, "events": trace},
-        "events": int(cnt[K.K_EVENTS]),
+        "events": int(cnt[contract.K_EVENTS]),
         "wall_s": float(wall_s),
         "sim_s": float(sim_s),
         "requests_per_wall_s": float(n / wall_s) if wall_s > 0 else None,
@@ -208,30 +208,30 @@ def _utilization_summary(runs, keys, busy, dev, horizon_ns) -> dict:
 
 def _counter_summary(cnt, runs) -> dict:
     """The counters ``cnt`` as leases, preemptions, hedges (times in s) and staleness (ms)."""
-    leases = int(cnt[K.K_LEASES])
-    refused = int(cnt[K.K_REFUSED] + cnt[K.K_EXPIRED])
-    ages = cnt[K.K_VIEW_SAMPLES]
+    leases = int(cnt[contract.K_LEASES])
+    refused = int(cnt[contract.K_REFUSED] + cnt[contract.K_EXPIRED])
+    ages = cnt[contract.K_VIEW_SAMPLES]
     return {
-        "leases": {"issued": leases, "accepted": int(cnt[K.K_ACCEPT]),
-                   "accepted_micro_preempt": int(cnt[K.K_ACCEPT_MICRO]),
-                   "accepted_checkpoint_preempt": int(cnt[K.K_ACCEPT_CKPT]), "queued": int(cnt[K.K_QUEUED]),
-                   "refused_insufficient_devices": int(cnt[K.K_REFUSED]), "refused_expired": int(cnt[K.K_EXPIRED]),
-                   "in_flight": int(leases - cnt[K.K_ACCEPT] - cnt[K.K_ACCEPT_MICRO] - cnt[K.K_ACCEPT_CKPT]
+        "leases": {"issued": leases, "accepted": int(cnt[contract.K_ACCEPT]),
+                   "accepted_micro_preempt": int(cnt[contract.K_ACCEPT_MICRO]),
+                   "accepted_checkpoint_preempt": int(cnt[contract.K_ACCEPT_CKPT]), "queued": int(cnt[contract.K_QUEUED]),
+                   "refused_insufficient_devices": int(cnt[contract.K_REFUSED]), "refused_expired": int(cnt[contract.K_EXPIRED]),
+                   "in_flight": int(leases - cnt[contract.K_ACCEPT] - cnt[contract.K_ACCEPT_MICRO] - cnt[contract.K_ACCEPT_CKPT]
                                     - refused),
-                   "no_fit_in_view": int(cnt[K.K_NOFIT]), "rounds": int(cnt[K.K_ROUNDS])},
+                   "no_fit_in_view": int(cnt[contract.K_NOFIT]), "rounds": int(cnt[contract.K_ROUNDS])},
         "lease_failure_rate": float(refused / leases) if leases else 0.0,
-        "preemptions": {"micro": int(cnt[K.K_ACCEPT_MICRO]), "checkpoint": int(cnt[K.K_EVICT]),
-                        "resumed": int(cnt[K.K_RESUMED]),
+        "preemptions": {"micro": int(cnt[contract.K_ACCEPT_MICRO]), "checkpoint": int(cnt[contract.K_EVICT]),
+                        "resumed": int(cnt[contract.K_RESUMED]),
                         "waiting_to_resume": int(sum(r["waiting_shards"] for r in runs)),
-                        "checkpoint_s": float(cnt[K.K_CKPT_NS] / NS_PER_S),
-                        "lost_work_s": float(cnt[K.K_LOST_NS] / NS_PER_S),
-                        "micro_paused_s": float(cnt[K.K_MICRO_NS] / NS_PER_S),
+                        "checkpoint_s": float(cnt[contract.K_CKPT_NS] / NS_PER_S),
+                        "lost_work_s": float(cnt[contract.K_LOST_NS] / NS_PER_S),
+                        "micro_paused_s": float(cnt[contract.K_MICRO_NS] / NS_PER_S),
                         # inference copies paused for a more urgent class (micro-preemption,
                         # the dispatcher's pause rule) and restarted after it (with their remaining work)
-                        "inference_paused": int(cnt[K.K_PAUSED]), "inference_resumed": int(cnt[K.K_UNPAUSED])},
-        "hedges": {"issued": int(cnt[K.K_HEDGES]), "no_free_peer": int(cnt[K.K_HEDGE_NONE]),
-                   "won": int(cnt[K.K_HEDGE_WON]), "extra_device_s": float(cnt[K.K_HEDGE_NS] / NS_PER_S)},
-        "staleness_ms": {"mean_view_age": float(cnt[K.K_VIEW_AGE_NS] / ages / 1e6) if ages else 0.0,
+                        "inference_paused": int(cnt[contract.K_PAUSED]), "inference_resumed": int(cnt[contract.K_UNPAUSED])},
+        "hedges": {"issued": int(cnt[contract.K_HEDGES]), "no_free_peer": int(cnt[contract.K_HEDGE_NONE]),
+                   "won": int(cnt[contract.K_HEDGE_WON]), "extra_device_s": float(cnt[contract.K_HEDGE_NS] / NS_PER_S)},
+        "staleness_ms": {"mean_view_age": float(cnt[contract.K_VIEW_AGE_NS] / ages / 1e6) if ages else 0.0,
                          "gossip_lag_rounds_mean": float(runs[0]["lag_mean"]),
-                         "gossip_ticks": int(cnt[K.K_GOSSIP])},
+                         "gossip_ticks": int(cnt[contract.K_GOSSIP])},
     }

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.planner.metrics import group_placements
 from magnum_lib.planner.plan import ALGORITHMS, Plan, plan
 from magnum_lib.planner.snapshot import BANDWIDTH_TIERS_GBPS, Snapshot, make_snapshot
@@ -38,12 +39,12 @@ CAPS = {"assignment": {"nodes": 1024, "jobs": 256}, "lp": {"nodes": 1024, "jobs"
 """Explorer-only size caps per algorithm (nodes, jobs): above them the scenario is a message."""
 
 
-def _check_int(name: str, value, lo: int, hi: int) -> int | str:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return f"{name} must be an integer, got {value!r}"
-    if not lo <= int(value) <= hi:
-        return f"{name} must be in [{lo}, {hi}], got {value}"
-    return int(value)
+def _int_or_message(name: str, value, lo: int, hi: int) -> int | str:
+    """``value`` as an int in [lo, hi], or the message the explorer shows instead."""
+    try:
+        return check_int(name, value, lo, hi)
+    except ParameterError as err:
+        return str(err)
 
 
 @functools.lru_cache(maxsize=64)
@@ -133,8 +134,8 @@ def evaluate(racks: int, jobs: int, weight: float, algo: str, *, seed: int = 0,
 
     Bad values and the explorer's caps give a scenario with ``ok=False`` and a message.
     """
-    r = _check_int("racks", racks, *RACKS_RANGE)
-    j = _check_int("jobs", jobs, *JOBS_RANGE)
+    r = _int_or_message("racks", racks, *RACKS_RANGE)
+    j = _int_or_message("jobs", jobs, *JOBS_RANGE)
     for v in (r, j):
         if isinstance(v, str):
             return _refused(racks, jobs, weight, algo, v)

@@ -1,14 +1,15 @@
-"""Reference for ``_fastloop.pyx``: the same signature, run through the readable loop.
+"""An adapter with ``_fastloop.pyx``'s signature that runs the readable loop instead.
 
-The compiled loop re-implements the built-in event-driven policies on a pooled
-cluster; its reference is simply the policy classes of :mod:`.policies` run by
-:mod:`.engine_ref`, so parity tests compare the fast loop with the code students read.
+The compiled loop re-implements the built-in event-driven policies on a pooled cluster.
+It has no separate reference: this adapter turns its arguments (a policy spec, arrays)
+back into the policy classes of :mod:`.policies` and runs them in :mod:`.event_loop`, so
+the parity tests compare the fast loop with the code students read.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.replay import engine_ref
+from magnum_lib.replay import event_loop
 from magnum_lib.replay.cluster import ReplayCluster
 from magnum_lib.replay.jobs import ReplayJobs
 
@@ -36,4 +37,4 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     jobs = ReplayJobs(np.asarray(submit_ns, np.int64), np.asarray(work_ns, np.int64),
                       np.asarray(num_gpus, np.int64), np.full(n, 1000, np.int64))
     cluster = ReplayCluster(np.array([int(total_gpus)]), np.array([0]), ("gpu",))
-    return engine_ref.run(jobs, cluster, policy_from_spec(spec), "pooled", 0, restore_ns / 1e9)
+    return event_loop.run(jobs, cluster, policy_from_spec(spec), "pooled", 0, restore_ns / 1e9)
