@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 
 import ipywidgets as widgets
+import numpy as np
 
 from magnum_lib.widgets import style
 from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
@@ -38,17 +39,18 @@ class ArenaExplorer(BlittedExplorer):
         super().__init__(controls, new_figure())
         self._ax = self.figure.add_subplot()
         # Fixed axes (JCTs of the Philly jobs kept lie between 60 s and a few months), so
-        # the blitted background is drawn once and a change redraws only the curves.
+        # the blitted background is drawn once and a change redraws only the curves. Hours,
+        # the readout table's unit.
         self._lines = {p: self._ax.plot([], [], color=COLORS[p], lw=2, label=p, animated=True)[0]
                        for p in POLICIES}
         self._title = self._ax.text(0.5, 1.02, "", transform=self._ax.transAxes, ha="center",
                                     fontsize=style.FONT_PT, animated=True)
         self._axes = [self._ax]
         self._animated = [*self._lines.values(), self._title]
-        style.log_axis(self._ax, [1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8], axis="x")
-        self._ax.set_xlim(30, 1e8)
+        style.log_axis(self._ax, [0.01, 0.1, 1, 10, 100, 1e3, 1e4], axis="x")
+        self._ax.set_xlim(30 / 3600, 1e8 / 3600)
         self._ax.set_ylim(0, 1.02)
-        self._ax.set_xlabel("job completion time (s, log)")
+        self._ax.set_xlabel("job completion time (h, log)")
         self._ax.set_ylabel("fraction of jobs")
         # Lower right stays empty: every curve reaches 1 before the longest JCTs (months).
         style.legend(self._ax, loc="lower right")
@@ -63,8 +65,8 @@ class ArenaExplorer(BlittedExplorer):
 
     def draw(self, sc: dict) -> None:
         for p, r in sc.items():
-            x, y = r.jct_cdf()
-            self._lines[p].set_data(x, y)
+            x, y = r.jct_cdf()   # seconds
+            self._lines[p].set_data(np.asarray(x) / 3600.0, y)
         r = next(iter(sc.values()))
         self._title.set_text(f"{len(r.jct_s)} Philly jobs (VC {self.vc}) on {r.cluster.total_gpus} GPUs")
 
