@@ -15,10 +15,19 @@ import ipywidgets as widgets
 import numpy as np
 
 from magnum_lib.widgets import style
-from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
+from magnum_lib.widgets._base import BlittedExplorer, new_figure, pure_python, size_note, slider
 
 POLICIES = ("fifo-strict", "fifo-skip", "srtf", "las")
 COLORS = {p: style.color(p) for p in POLICIES}   # the suite's colour of each policy
+MAX_JOBS = 1400
+PURE_PYTHON_MAX_JOBS = 600
+"""The jobs slider ends here on the pure-Python backend: its readable replay loop costs
+about 0.15 ms of CPU per job and policy there, and each change must answer in 0.3 s."""
+
+
+def pure_python_note() -> str:
+    """What the explorer says on screen about its size on the pure-Python backend ('' compiled)."""
+    return size_note("the jobs slider ends at", PURE_PYTHON_MAX_JOBS, MAX_JOBS) if pure_python() else ""
 
 
 class ArenaExplorer(BlittedExplorer):
@@ -31,10 +40,11 @@ class ArenaExplorer(BlittedExplorer):
 
         self.all_jobs = philly_jobs(vc, min_duration_s=60, gpu_counts=[1, 2, 4, 8])
         self.vc, self.start = vc, int(start)
+        top = max(PURE_PYTHON_MAX_JOBS, int(jobs)) if pure_python() else MAX_JOBS
         controls = {
             "gpus": slider(widgets.IntSlider, "cluster GPUs", value=gpus, min=8, max=64, step=4),
             "jobs": slider(widgets.IntSlider, "jobs in the slice", value=jobs, min=100,
-                           max=min(1400, len(self.all_jobs) - self.start), step=100),
+                           max=min(top, len(self.all_jobs) - self.start), step=100),
         }
         super().__init__(controls, new_figure())
         self._ax = self.figure.add_subplot()
@@ -77,9 +87,10 @@ class ArenaExplorer(BlittedExplorer):
             f"<td>{s['preemptions']}</td></tr>"
             for p, s in ((p, r.summary()) for p, r in sc.items()))
         wall = sum(r.wall_s for r in sc.values()) * 1e3
+        note = f"<br><small>{html.escape(pure_python_note())}</small>" if pure_python_note() else ""
         return ("<div class='magnum-readout'><table cellpadding=3><tr><th>policy</th>"
                 "<th>avg JCT (h)</th><th>p99 JCT (h)</th><th>worst rho</th><th>preemptions</th></tr>"
-                f"{rows}</table>4 replays in {wall:.1f} ms</div>")
+                f"{rows}</table>4 replays in {wall:.1f} ms{note}</div>")
 
 
 def arena_explorer(**kwargs) -> ArenaExplorer:
