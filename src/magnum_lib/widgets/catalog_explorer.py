@@ -21,10 +21,10 @@ _Y_DECADES = (10, 16)   # and y view, 10^10 .. 10^16 FLOP/s
 
 
 def _view(value: float, usual: tuple[int, int]) -> tuple[int, int]:
-    """The decades an axis shows: the usual ones, widened to a whole decade past ``value``
-    (a request far off the usual range stays on the plot instead of leaving it)."""
+    """The decades an axis shows: the usual ones, widened by whole decades to hold ``value``
+    with room to spare (a request far off the usual range stays on the plot, not past its edge)."""
     k = math.log10(value) if value > 0 and math.isfinite(value) else usual[0]
-    return min(usual[0], math.floor(k)), max(usual[1], math.ceil(k) + (k == math.ceil(k)))
+    return min(usual[0], math.floor(k - 0.3)), max(usual[1], math.ceil(k + 0.3))   # never on the edge
 
 
 def _decades(lo: int, hi: int) -> list[float]:
@@ -65,7 +65,8 @@ class CatalogExplorer(Explorer):
             "gbytes": slider(widgets.FloatLogSlider, "bytes moved (GB)", value=gbytes, base=10, min=-3, max=3,
                              step=0.1, readout_format=".3g"),
         }
-        super().__init__(controls, new_figure(7.0, 3.8))
+        super().__init__(controls, new_figure(7.0, 4.4))
+        self.figure.subplots_adjust(bottom=0.3)   # room for the legend under the axes
         self._ax = self.figure.add_subplot()
         self._init_artists()
         self.update()
@@ -89,9 +90,9 @@ class CatalogExplorer(Explorer):
         ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte moved)",
                ylabel="attainable FLOP/s")
         self._set_view(_X_DECADES, _Y_DECADES)
-        # Upper left stays empty: every roofline rises from the bottom left, and every ridge
-        # point lies right of 1 FLOP/byte (the moving ridge line never crosses the legend).
-        style.legend(ax, loc="upper left")
+        # Under the axes: the view widens to keep the request on it, and then a roofline
+        # can pass through any corner.
+        style.legend(ax, below=0.25, ncol=3)
 
     def _set_view(self, xdec: tuple[int, int], ydec: tuple[int, int]) -> None:
         """Axis limits and plain-text decade ticks (fast, uniform) for the given decades."""
