@@ -14,8 +14,10 @@ change its figure must have
 * no legend over data: no point or segment of a visible line inside a legend's box;
 * every text inside the figure (nothing cut off);
 * no marker a legend names drawn outside its axes (the point left the view, its entry stayed);
-* after every slider is moved to its minimum and to its maximum, the same (a legend that
-  is clear of the data at the defaults can cover it at an extreme: low latency, low load).
+* after every slider is moved to its minimum and to its maximum, and under each option of
+  the explorer's first menu with every slider at its minimum, then at its maximum, the
+  same (a legend clear of the data at the defaults can cover it at an extreme: the
+  cheetah preset at low load, where every latency is low).
 
 and its controls must have
 
@@ -374,18 +376,58 @@ def mixed_time_units(explorer) -> list[str]:
     return bad
 
 
-def _extremes(explorer):
-    """(control, value) moves to each slider's minimum and maximum, then back."""
+def _slider_ends(explorer):
+    """(control, value, check) moves: each slider to its minimum and maximum (checked), then back."""
     for name, w in explorer.controls.items():
         if not _is_slider(w):
             continue
         start = w.value
-        ends = (w.options[0], w.options[-1]) if hasattr(w, "options") and w.options else (w.min, w.max)
-        if hasattr(w, "options") and w.options:
-            ends = tuple(o[1] if isinstance(o, tuple) else o for o in ends)
-        for value in ends:
-            yield name, value
-        yield name, start
+        for value in _ends(w):
+            yield name, value, True
+        yield name, start, False
+
+
+def _ends(w) -> tuple:
+    if isinstance(w, __import__("ipywidgets").SelectionSlider):
+        return tuple(o[1] if isinstance(o, tuple) else o for o in (w.options[0], w.options[-1]))
+    return (w.min, w.max)
+
+
+def _extremes(explorer):
+    """Each slider to its ends; then, under each other option of the explorer's first menu
+    (a preset, a device mix), every slider at its minimum at once, and at its maximum (the
+    cheetah preset at load 0.1 has a p50 of 0.02 ms, where a corner legend sat)."""
+    import ipywidgets
+
+    yield from _slider_ends(explorer)
+    menu = next(((n, w) for n, w in explorer.controls.items() if isinstance(w, ipywidgets.Dropdown)), None)
+    if menu is None:
+        return
+    name, w = menu
+    start = w.value
+    sliders = [(n, c) for n, c in explorer.controls.items() if _is_slider(c)]
+    starts = {n: c.value for n, c in sliders}
+    for option in w.options:
+        value = option[1] if isinstance(option, tuple) else option
+        if value == start:
+            continue
+        yield name, value, True
+        for end in (0, 1):
+            for k, (n, c) in enumerate(sliders):
+                yield n, _ends(c)[end], k == len(sliders) - 1
+    yield name, start, False
+    for n, v in starts.items():
+        yield n, v, False
+
+
+def _check_extremes(module) -> bool:
+    """The extremes run on the compiled backend; on the pure-Python one only for an explorer
+    whose sizes differ there (``pure_python_note()``): elsewhere its numbers, hence its
+    figures, are the compiled ones (parity), and its runs are ten times slower."""
+    from magnum_lib import backend
+
+    note = getattr(module, "pure_python_note", None)
+    return backend() == "compiled" or bool(note and note())
 
 
 # -- the explorers ---------------------------------------------------------------------------
@@ -427,9 +469,14 @@ def test_explorer_figure_follows_the_style(name):
     assert {c for c, _ in steps} <= set(explorer.controls), f"{name}.BENCH_STEPS names an unknown control"
     found = {"defaults": problems(explorer.figure) + mixed_time_units(explorer),
              "controls": cut_descriptions(explorer) + coarse_sliders(explorer)}
-    for control, value in [*steps, *_extremes(explorer)]:
+    moves = [(c, v, True) for c, v in steps] + (list(_extremes(explorer)) if _check_extremes(module) else [])
+    state = {}
+    for control, value, check in moves:
         explorer.controls[control].value = value
-        found[f"{control}={value!r}"] = problems(explorer.figure) + mixed_time_units(explorer)
+        state[control] = value
+        if check:
+            where = ", ".join(f"{k}={v!r}" for k, v in state.items())
+            found[where] = problems(explorer.figure) + mixed_time_units(explorer)
     found = {k: v for k, v in found.items() if v}
     assert not found, f"{name} bypasses the style: " + "; ".join(f"after {k}: {v[:4]}" for k, v in found.items())
 
