@@ -121,6 +121,7 @@ def _notebooks(pattern: str) -> dict:
                         "meets_target": proc.returncode == 0 and wall <= NOTEBOOK_TARGET_S,
                         "meets_target_in_cpu_time": proc.returncode == 0 and cpu is not None
                         and cpu <= NOTEBOOK_TARGET_S}
+        print(f"{nb.name}: {out[nb.name]}", file=sys.stderr, flush=True)   # progress, one line each
     return out
 
 
