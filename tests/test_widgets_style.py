@@ -12,12 +12,27 @@ change its figure must have
   (they use viridis, which is colour-blind safe);
 * on every axes a legend or direct labels (an annotation, or tick labels that name the bars);
 * no legend over data: no point or segment of a visible line inside a legend's box;
-* every text inside the figure (nothing cut off).
+* every text inside the figure (nothing cut off);
+* no marker a legend names drawn outside its axes (the point left the view, its entry stayed);
+* after every slider is moved to its minimum and to its maximum, and under each option of
+  the explorer's first menu with every slider at its minimum, then at its maximum, the
+  same (a legend clear of the data at the defaults can cover it at an extreme: the
+  cheetah preset at low load, where every latency is low).
+
+and its controls must have
+
+* every description on one line (its measured width fits the description width; a
+  button's label fits the button);
+* sliders fine enough to drag: a track of at least 280 px (a 70 px drag moves at most a
+  quarter of the range) and at least 20 steps across a float range (an integer slider's
+  step is a unit of its model: GPUs come 4 to a node);
+* the same time unit on the plot as in the readout's table headers.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 import numpy as np
 import pytest
@@ -180,10 +195,241 @@ def _mark_ticks(fig) -> None:
                     label._in_view = inside and tick.get_visible() and label.get_visible()
 
 
+def _legend_labels(ax) -> set[str]:
+    legend = ax.get_legend()
+    if legend is None or not legend.get_visible():
+        return set()
+    return {t.get_text() for t in legend.texts}
+
+
+def _marker_points(artist) -> np.ndarray:
+    """Data coordinates of the markers an artist draws (markers-only lines and scatters)."""
+    if isinstance(artist, Line2D):
+        if artist.get_marker() in (None, "None", "", " ") or not artist.get_visible():
+            return np.empty((0, 2))
+        return np.asarray(artist.get_xydata(), dtype=float).reshape(-1, 2)
+    if isinstance(artist, Collection) and artist.get_visible() and artist.get_offsets() is not None:
+        return np.asarray(artist.get_offsets(), dtype=float).reshape(-1, 2)
+    return np.empty((0, 2))
+
+
+def legend_points_outside(fig) -> list[str]:
+    """Markers whose artist the legend names but that lie outside the axes' view."""
+    bad = []
+    for ax in fig.axes:
+        named = _legend_labels(ax)
+        if not named:
+            continue
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        for artist in [*ax.lines, *ax.collections]:
+            if artist.get_label() not in named:
+                continue
+            xy = _marker_points(artist)
+            xy = xy[np.isfinite(xy).all(axis=1)]
+            out = (xy[:, 0] < x0) | (xy[:, 0] > x1) | (xy[:, 1] < y0) | (xy[:, 1] > y1)
+            if out.any():
+                bad.append(f"{artist.get_label()[:30]!r} is in the legend but drawn outside the axes "
+                           f"at {xy[out][0].tolist()}")
+    return bad
+
+
+def legends_over_points(fig) -> list[str]:
+    """Scatter points (collections) under a legend's box (lines: :func:`legends_over_data`)."""
+    renderer = fig.canvas.get_renderer()
+    bad = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        for coll in ax.collections:
+            xy = _marker_points(coll)
+            if len(xy) and coll.get_array() is None:
+                hit = _inside(coll.get_offset_transform().transform(xy), box)
+                if hit.any():
+                    bad.append(f"the legend of {ax.get_title()[:30]!r} covers {int(hit.sum())} of the "
+                               f"{len(xy)} points of {coll.get_label()[:30]!r}")
+    return bad
+
+
 def problems(fig) -> list[str]:
     fig.canvas.draw()          # lay out ticks and legends (animated artists keep their properties)
     _mark_ticks(fig)
-    return [*small_texts(fig), *foreign_colours(fig), *unlabelled_axes(fig), *legends_over_data(fig), *cut_off(fig)]
+    return [*small_texts(fig), *foreign_colours(fig), *unlabelled_axes(fig), *legends_over_data(fig),
+            *legends_over_points(fig), *legend_points_outside(fig), *cut_off(fig)]
+
+
+def figure_layout_problems(fig) -> list[str]:
+    """The checks that also hold for a notebook's own figures (tests/test_widgets_notebook_figures.py):
+    no legend over data, no legend entry for a point off the axes. (Cut-off text is not
+    one of them there: the inline backend saves with a tight box, which grows to fit it.)"""
+    fig.canvas.draw()
+    return [*legends_over_data(fig), *legends_over_points(fig), *legend_points_outside(fig)]
+
+
+# -- the controls ------------------------------------------------------------------------------
+
+CHAR_PX = 13          # JupyterLab's widget font size (--jp-widgets-font-size)
+READOUT_PX = 90       # a slider's readout and margins (ipywidgets 8: 72 px readout + gaps)
+BUTTON_PX = 148       # ipywidgets' default button width (--jp-widgets-inline-width-short)
+MIN_TRACK_PX = 280    # a 70 px drag moves at most a quarter of the range
+MIN_STEPS = 20
+
+
+def text_px(text: str) -> float:
+    """Width of ``text`` in px at the widgets' 13 px font, measured with DejaVu Sans (wider
+    than the system fonts browsers use, so a label that fits here fits there)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    width, _h, _d = TextToPath().get_text_width_height_descent(text, FontProperties(family="DejaVu Sans",
+                                                                                     size=CHAR_PX), ismath=False)
+    return width
+
+
+def _px(value, default: float | None = None) -> float | None:
+    value = (value or "").strip()
+    return float(value[:-2]) if value.endswith("px") else default
+
+
+def _all_controls(explorer) -> list:
+    """The explorer's controls and every other widget in its box (buttons)."""
+    import ipywidgets
+
+    seen, stack = [], [explorer.widget]
+    while stack:
+        w = stack.pop()
+        if isinstance(w, ipywidgets.Box):
+            stack.extend(w.children)
+        elif isinstance(w, ipywidgets.DOMWidget):
+            seen.append(w)
+    return seen
+
+
+def _is_slider(w) -> bool:
+    import ipywidgets
+
+    return isinstance(w, (ipywidgets.IntSlider, ipywidgets.FloatSlider, ipywidgets.FloatLogSlider,
+                          ipywidgets.SelectionSlider))
+
+
+def cut_descriptions(explorer) -> list[str]:
+    """Descriptions and button labels wider than the room they are given (the browser cuts
+    them with an ellipsis: "hedge at x expected...")."""
+    import ipywidgets
+
+    bad = []
+    for w in _all_controls(explorer):
+        if isinstance(w, ipywidgets.Button):
+            room = _px(w.layout.width, BUTTON_PX) if w.layout.width != "auto" else None
+            if room is not None and text_px(w.description) + 16 > room:
+                bad.append(f"button {w.description!r} ({text_px(w.description):.0f} px) is cut at {room:.0f} px")
+            continue
+        description = getattr(w, "description", "")
+        if not description:
+            continue
+        room = _px(getattr(w.style, "description_width", ""), None)
+        if room is None:
+            continue
+        if text_px(description) + 8 > room:
+            bad.append(f"{description!r} ({text_px(description):.0f} px) is cut at {room:.0f} px")
+        if isinstance(w, ipywidgets.ToggleButtons):
+            bw = _px(getattr(w.style, "button_width", ""), None)
+            for label in w._options_labels:
+                if bw is not None and text_px(label) + 16 > bw:
+                    bad.append(f"toggle {label!r} ({text_px(label):.0f} px) is cut at {bw:.0f} px")
+    return bad
+
+
+def coarse_sliders(explorer) -> list[str]:
+    import ipywidgets
+
+    bad = []
+    for name, w in explorer.controls.items():
+        if not _is_slider(w):
+            continue
+        width = _px(w.layout.width, 300.0)   # ipywidgets' default slider width is 300 px
+        track = width - _px(w.style.description_width, 0.0) - READOUT_PX
+        if track < MIN_TRACK_PX:
+            bad.append(f"{name}: a {track:.0f} px track (70 px drags {70 / track:.0%} of the range)")
+        if isinstance(w, (ipywidgets.FloatSlider, ipywidgets.FloatLogSlider)):
+            steps = (w.max - w.min) / w.step
+            if steps < MIN_STEPS - 1e-9:
+                bad.append(f"{name}: {steps:.0f} steps from {w.min:g} to {w.max:g}")
+    return bad
+
+
+_TIME_UNIT = re.compile(r"\((?:[^()]*?,\s*)?(s|ms|µs|us|ns|min|h|d)(?:\s*,[^()]*)?\)")
+
+
+def mixed_time_units(explorer) -> list[str]:
+    """A time on the plot in another unit than the readout's table gives it (the arena
+    plotted JCTs in seconds beside a table in hours)."""
+    headers = re.findall(r"<th>([^<]*)</th>", explorer.readout.value or "")
+    table_units = {m.group(1) for h in headers for m in [_TIME_UNIT.search(h)] if m}
+    if not table_units:
+        return []
+    bad = []
+    for ax in explorer.figure.axes:
+        for label in (ax.get_xlabel(), ax.get_ylabel()):
+            m = _TIME_UNIT.search(label)
+            if m and m.group(1) not in table_units:
+                bad.append(f"axis {label!r} in {m.group(1)}, the readout's table in {sorted(table_units)}")
+    return bad
+
+
+def _slider_ends(explorer):
+    """(control, value, check) moves: each slider to its minimum and maximum (checked), then back."""
+    for name, w in explorer.controls.items():
+        if not _is_slider(w):
+            continue
+        start = w.value
+        for value in _ends(w):
+            yield name, value, True
+        yield name, start, False
+
+
+def _ends(w) -> tuple:
+    if isinstance(w, __import__("ipywidgets").SelectionSlider):
+        return tuple(o[1] if isinstance(o, tuple) else o for o in (w.options[0], w.options[-1]))
+    return (w.min, w.max)
+
+
+def _extremes(explorer):
+    """Each slider to its ends; then, under each other option of the explorer's first menu
+    (a preset, a device mix), every slider at its minimum at once, and at its maximum (the
+    cheetah preset at load 0.1 has a p50 of 0.02 ms, where a corner legend sat)."""
+    import ipywidgets
+
+    yield from _slider_ends(explorer)
+    menu = next(((n, w) for n, w in explorer.controls.items() if isinstance(w, ipywidgets.Dropdown)), None)
+    if menu is None:
+        return
+    name, w = menu
+    start = w.value
+    sliders = [(n, c) for n, c in explorer.controls.items() if _is_slider(c)]
+    starts = {n: c.value for n, c in sliders}
+    for option in w.options:
+        value = option[1] if isinstance(option, tuple) else option
+        if value == start:
+            continue
+        yield name, value, True
+        for end in (0, 1):
+            for k, (n, c) in enumerate(sliders):
+                yield n, _ends(c)[end], k == len(sliders) - 1
+    yield name, start, False
+    for n, v in starts.items():
+        yield n, v, False
+
+
+def _check_extremes(module) -> bool:
+    """The extremes run on the compiled backend; on the pure-Python one only for an explorer
+    whose sizes differ there (``pure_python_note()``): elsewhere its numbers, hence its
+    figures, are the compiled ones (parity), and its runs are ten times slower."""
+    from magnum_lib import backend
+
+    note = getattr(module, "pure_python_note", None)
+    return backend() == "compiled" or bool(note and note())
 
 
 # -- the explorers ---------------------------------------------------------------------------
@@ -223,10 +469,16 @@ def test_explorer_figure_follows_the_style(name):
     steps = getattr(module, "BENCH_STEPS", None)
     assert steps, f"{name} has no BENCH_STEPS (benchmarks/bench_widgets.py replays them)"
     assert {c for c, _ in steps} <= set(explorer.controls), f"{name}.BENCH_STEPS names an unknown control"
-    found = {"defaults": problems(explorer.figure)}
-    for control, value in steps:
+    found = {"defaults": problems(explorer.figure) + mixed_time_units(explorer),
+             "controls": cut_descriptions(explorer) + coarse_sliders(explorer)}
+    moves = [(c, v, True) for c, v in steps] + (list(_extremes(explorer)) if _check_extremes(module) else [])
+    state = {}
+    for control, value, check in moves:
         explorer.controls[control].value = value
-        found[f"{control}={value!r}"] = problems(explorer.figure)
+        state[control] = value
+        if check:
+            where = ", ".join(f"{k}={v!r}" for k, v in state.items())
+            found[where] = problems(explorer.figure) + mixed_time_units(explorer)
     found = {k: v for k, v in found.items() if v}
     assert not found, f"{name} bypasses the style: " + "; ".join(f"after {k}: {v[:4]}" for k, v in found.items())
 

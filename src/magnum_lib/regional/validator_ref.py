@@ -21,6 +21,8 @@ contiguous record (one or two cache lines in the compiled kernel):
 """
 from __future__ import annotations
 
+import numpy as np
+
 from magnum_lib.regional.kernel_checks import check_place_inputs, check_validate_inputs
 
 L_NODE, L_TYPE, L_COUNT, L_MEM, L_IC, L_EXPIRY, L_PRIO, L_JOB = range(8)
@@ -208,16 +210,26 @@ def place_batch(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, o
         return (nodes[i, N_TYPE] == typ and ic >= 0 and ic_ok[nodes[i, N_IC] * n_ic + ic]
                 and nodes[i, N_MEM] >= mem and view_free[i] >= count)
 
+    def fitting(r):
+        """``fits(r, i)`` for every node i at once (a boolean array): the scans over all
+        nodes below read it instead of calling ``fits`` node by node (NumPy, for speed; the
+        compiled twin loops)."""
+        typ, count, mem, ic = requests[r]
+        if ic < 0:
+            return np.zeros(n_nodes, dtype=bool)
+        return ((nodes[:, N_TYPE] == typ) & (ic_ok[nodes[:, N_IC] * n_ic + ic] != 0)
+                & (nodes[:, N_MEM] >= mem) & (view_free >= count))
+
     def pick_random(r, t):
         while t < n_draws:
             t += 1
             if fits(r, draws[r, t - 1]):
                 return draws[r, t - 1], t
-        start = draws[r, n_draws - 1] if n_draws else 0
-        for j in range(n_nodes):
-            if fits(r, (start + j) % n_nodes):
-                return (start + j) % n_nodes, t
-        return -1, t
+        # No draw left: the first feasible node at or after the last draw, cyclically
+        # (rolling the mask puts node ``start`` first, then start + 1, ...).
+        start = int(draws[r, n_draws - 1]) if n_draws else 0
+        ok = np.flatnonzero(np.roll(fitting(r), -start))
+        return (int((start + ok[0]) % n_nodes), t) if ok.size else (-1, t)
 
     for r in range(len(requests)):
         best = -1
@@ -227,9 +239,11 @@ def place_batch(view_free, nodes, ic_ok, n_ic, requests, policy, draws, hints, o
                     best = i
                     break
         if best < 0 and policy == 1:
-            for i in range(n_nodes):
-                if fits(r, i) and (best < 0 or view_free[i] > view_free[best]):
-                    best = i
+            # The feasible node with the most free devices in the view; the lowest index on
+            # ties (argmax returns the first maximum).
+            feasible = np.flatnonzero(fitting(r))
+            if feasible.size:
+                best = int(feasible[np.argmax(view_free[feasible])])
         elif best < 0 and policy == 0:
             best, _ = pick_random(r, 0)
         elif best < 0:

@@ -25,9 +25,29 @@ from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 from magnum_lib import backend
 from magnum_lib.node.balance_ref import TAIL_LEVELS
 from magnum_lib.widgets import bouncer_model, style
-from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
+from magnum_lib.widgets._base import (
+    SLIDER_LAYOUT,
+    SLIDER_STYLE,
+    BlittedExplorer,
+    new_figure,
+    pure_python,
+    size_note,
+    slider,
+)
+
+JOBS = 100_000
+PURE_PYTHON_JOBS = 20_000
+"""Requests per supermarket run on the pure-Python backend: 100,000 cost about 1 s of CPU
+there (a few ms compiled), and each slider change must answer in 0.3 s."""
+
+
+def pure_python_note() -> str:
+    """What the explorer says on screen about its size on the pure-Python backend ('' compiled)."""
+    return size_note("requests per run", PURE_PYTHON_JOBS, JOBS) if pure_python() else ""
+
 
 _DECADES = [1.0, 1e-2, 1e-4]
+_TAIL_FLOOR = 1e-5   # the queue-tail panel's lowest fraction
 _CDF_XMAX_MS = 25.0
 
 
@@ -69,9 +89,11 @@ class BouncerExplorer(BlittedExplorer):
 
     css_class = "magnum-bouncer-explorer"
 
-    def __init__(self, *, servers: int = 300, jobs: int = 100_000, requests: int = 200, seed: int = 0,
+    def __init__(self, *, servers: int = 300, jobs: int | None = None, requests: int = 200, seed: int = 0,
                  load: float = 0.9, choices: int = 2, hedge_ms: float = 5.0, sla_ms: float = 20.0,
                  mix: str = bouncer_model.DEFAULT_MIX):
+        if jobs is None:   # the default size: smaller on the pure-Python backend (the readout says so)
+            jobs = PURE_PYTHON_JOBS if pure_python() else JOBS
         self.sizes = {"servers": int(servers), "jobs": int(jobs), "requests": int(requests), "seed": int(seed)}
         # continuous_update=False (slider()): one evaluation per release, not per pixel dragged.
         controls = {
@@ -117,7 +139,7 @@ class BouncerExplorer(BlittedExplorer):
                                             label="theory (Mitzenmacher)")
         (self._tail_random,) = ax_tail.plot(levels, np.ones(TAIL_LEVELS), ":", color=style.color("random"), label="d = 1: load^i")
         ax_tail.set(yscale="log", xlabel="i (requests queued)", ylabel="servers with ≥ i",
-                    title="queue-length tail", ylim=(1e-5, 1.5), xticks=[1, 4, 7, 10])
+                    title="queue-length tail", ylim=(_TAIL_FLOOR, 1.5), xticks=[1, 4, 7, 10])
         _plain_log_axis(ax_tail)
         style.legend(ax_tail, below=_BELOW)
 
@@ -164,8 +186,10 @@ class BouncerExplorer(BlittedExplorer):
         ax_cdf.set_ylim(1e-5, 1.5)
         ax_cdf.set_title(f"latency: p99 {sc.p99_ms:.2f} → {sc.p99_hedged_ms:.2f} ms hedged", fontsize=style.FONT_PT)
 
-        sim = np.maximum(np.asarray(sc.queue_tail), 1e-6)
-        self._tail_sim.set_ydata(sim)
+        sim = np.asarray(sc.queue_tail, dtype=float)
+        # A level below the axis floor (never reached, or for under 1e-5 of the time: a
+        # smaller run, as on the pure-Python backend) gets no point, rather than one off the axes.
+        self._tail_sim.set_ydata(np.where(sim >= _TAIL_FLOOR, sim, np.nan))
         self._tail_theory.set_ydata(np.maximum(np.asarray(sc.theory_tail), 1e-6))
         self._tail_random.set_ydata([sc.load ** i for i in range(1, TAIL_LEVELS + 1)])
         ax_tail.set_title(f"queue tail: load {sc.load:.2f}, d = {sc.choices}", fontsize=style.FONT_PT)
@@ -188,6 +212,8 @@ def readout_html(sc: bouncer_model.BouncerScenario) -> str:
     """The readout: simulated beside theory, hedging's price, the placement table."""
     head = (f"<b>load</b> {sc.load:.2f}, <b>d</b> = {sc.choices}, {sc.market.servers} servers "
             f"&nbsp; <i>({html.escape(backend())} backend)</i>")
+    if pure_python_note() and sc.market.jobs < JOBS:
+        head += f"<br><small>{html.escape(pure_python_note())}</small>"
     balance_rows = (_row("mean time in system (ms)", f"{sc.mean_ms:.2f}", f"{sc.theory_mean_ms:.2f}")
                     + _row("servers with ≥ 2 queued", f"{sc.queue_tail[1]:.3f}", f"{sc.theory_tail[1]:.3f}")
                     + _row("random (d = 1) mean (ms)", "", f"{sc.random_mean_ms:.2f}"))
@@ -209,7 +235,8 @@ def readout_html(sc: bouncer_model.BouncerScenario) -> str:
 def bouncer_explorer(**kwargs) -> BouncerExplorer:
     """Build the notebook-04 explorer; display ``.widget``.
 
-    Keyword arguments: sizes ``servers`` (300), ``jobs`` (100,000), ``requests`` (200) and
+    Keyword arguments: sizes ``servers`` (300), ``jobs`` (100,000; 20,000 on the pure-Python
+    backend, which says so on screen), ``requests`` (200) and
     ``seed``, kept small so a change answers in well under 150 ms; starting values ``load``,
     ``choices``, ``hedge_ms``, ``sla_ms``, ``mix``.
     """

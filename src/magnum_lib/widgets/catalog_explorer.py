@@ -14,9 +14,23 @@ import numpy as np
 
 from magnum_lib import hardware
 from magnum_lib.widgets import catalog_model, style
-from magnum_lib.widgets._base import Explorer, new_figure, slider
+from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, Explorer, new_figure, slider
 
-_INTENSITY = np.logspace(-2, 4, 200)  # FLOP/byte, the roofline's x axis
+_X_DECADES = (-2, 4)    # the roofline's usual x view, 10^-2 .. 10^4 FLOP/byte
+_Y_DECADES = (10, 16)   # and y view, 10^10 .. 10^16 FLOP/s
+
+
+def _view(value: float, usual: tuple[int, int]) -> tuple[int, int]:
+    """The decades an axis shows: the usual ones, widened by whole decades to hold ``value``
+    with room to spare (a request far off the usual range stays on the plot, not past its edge)."""
+    k = math.log10(value) if value > 0 and math.isfinite(value) else usual[0]
+    return min(usual[0], math.floor(k - 0.3)), max(usual[1], math.ceil(k + 0.3))   # never on the edge
+
+
+def _decades(lo: int, hi: int) -> list[float]:
+    """Tick decades of the view, at most 8 labels (every other decade on a wide view)."""
+    step = 1 if hi - lo <= 7 else 2
+    return [10.0 ** k for k in range(lo, hi + 1, step)]
 _PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp32")
 
 
@@ -42,16 +56,17 @@ class CatalogExplorer(Explorer):
         device = self.catalog.resolve(device)
         controls = {
             "device": widgets.Dropdown(options=[(a.name, k) for k, a in self.catalog.items()], value=device,
-                                       description="device", style={"description_width": "150px"},
-                                       layout=widgets.Layout(width="470px")),   # long names stay readable
+                                       description="device", style=SLIDER_STYLE,
+                                       layout=widgets.Layout(**SLIDER_LAYOUT)),
             "precision": widgets.Dropdown(options=list(_PRECISIONS), value=precision, description="precision",
-                                          style={"description_width": "150px"}),
+                                          style=SLIDER_STYLE),
             "gflop": slider(widgets.FloatLogSlider, "request (GFLOP)", value=gflop, base=10, min=-1, max=6,
                             step=0.1, readout_format=".3g"),
             "gbytes": slider(widgets.FloatLogSlider, "bytes moved (GB)", value=gbytes, base=10, min=-3, max=3,
                              step=0.1, readout_format=".3g"),
         }
-        super().__init__(controls, new_figure(7.0, 3.8))
+        super().__init__(controls, new_figure(7.0, 4.4))
+        self.figure.subplots_adjust(bottom=0.3)   # room for the legend under the axes
         self._ax = self.figure.add_subplot()
         self._init_artists()
         self.update()
@@ -72,13 +87,20 @@ class CatalogExplorer(Explorer):
         self._missing = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
                                 color=style.color("article"), fontsize=style.SMALL_PT, visible=False, wrap=True,
                                 bbox={"facecolor": "white", "edgecolor": style.color("article")})
-        ax.set(xscale="log", yscale="log", xlim=(_INTENSITY[0], _INTENSITY[-1]), ylim=(1e10, 1e16),
-               xlabel="arithmetic intensity (FLOP per byte moved)", ylabel="attainable FLOP/s")
-        style.log_axis(ax, [1e-2, 1e-1, 1, 10, 100, 1e3, 1e4], axis="x")  # plain-text decades: fast, uniform
-        style.log_axis(ax, [1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16])
-        # Upper left stays empty: every roofline rises from the bottom left, and every ridge
-        # point lies right of 1 FLOP/byte (the moving ridge line never crosses the legend).
-        style.legend(ax, loc="upper left")
+        ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte moved)",
+               ylabel="attainable FLOP/s")
+        self._set_view(_X_DECADES, _Y_DECADES)
+        # Under the axes: the view widens to keep the request on it, and then a roofline
+        # can pass through any corner.
+        style.legend(ax, below=0.25, ncol=3)
+
+    def _set_view(self, xdec: tuple[int, int], ydec: tuple[int, int]) -> None:
+        """Axis limits and plain-text decade ticks (fast, uniform) for the given decades."""
+        ax = self._ax
+        self._intensity = np.logspace(*xdec, 200)
+        ax.set(xlim=(10.0 ** xdec[0], 10.0 ** xdec[1]), ylim=(10.0 ** ydec[0], 10.0 ** ydec[1]))
+        style.log_axis(ax, _decades(*xdec), axis="x")
+        style.log_axis(ax, _decades(*ydec))
 
     def evaluate(self) -> catalog_model.RequestScenario:
         c = self.controls
@@ -87,10 +109,13 @@ class CatalogExplorer(Explorer):
 
     def draw(self, sc: catalog_model.RequestScenario) -> None:
         p = sc.precision
+        if sc.cost is not None:   # the request's point stays inside the axes
+            self._set_view(_view(sc.intensity, _X_DECADES), _view(sc.achieved_flops, _Y_DECADES))
+        x = self._intensity
         for key, line in self._others.items():
             acc = self.catalog[key]
             if p in acc.peak_flops and key != sc.device:
-                line.set_data(_INTENSITY, catalog_model.roofline(acc, p, _INTENSITY))
+                line.set_data(x, catalog_model.roofline(acc, p, x))
             else:
                 line.set_data([], [])
         ok = sc.cost is not None
@@ -104,7 +129,7 @@ class CatalogExplorer(Explorer):
             self._ax.set_title(f"{short}: no {p.upper()}", fontsize=style.FONT_PT)
             return
         acc = self.catalog[sc.device]
-        self._roof.set_data(_INTENSITY, catalog_model.roofline(acc, p, _INTENSITY))
+        self._roof.set_data(x, catalog_model.roofline(acc, p, x))
         self._point.set_data([sc.intensity], [sc.achieved_flops])
         self._ridge.set_xdata([sc.ridge, sc.ridge])
         self._ax.set_title(f"{short}, {p.upper()}: {sc.cost.bound}-bound request "

@@ -31,6 +31,7 @@ The latency model and the timeout check are computed here from the library's pub
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -166,6 +167,14 @@ class ConductorScenario:
         return ""
 
 
+@functools.lru_cache(maxsize=64)
+def _contention(**kwargs):
+    """:func:`simulate_contention`, remembered: it is seeded (same arguments, same result), and
+    a policy or timeout change reuses every run that does not depend on it (the explorer's
+    answer on the pure-Python backend, where one run costs tens of ms)."""
+    return simulate_contention(**kwargs)
+
+
 def evaluate(staleness_ms: float = 2.0, concurrent: int = 10, load: float = 0.7, policy: str = "random",
              timeout_ms: float = 100.0, *, nodes: int = DEFAULTS["nodes"], slots: int = DEFAULTS["slots"],
              trials: int = DEFAULTS["trials"], churn: float = DEFAULTS["churn"],
@@ -179,8 +188,8 @@ def evaluate(staleness_ms: float = 2.0, concurrent: int = 10, load: float = 0.7,
             raise ValueError(f"{name} must be a finite number of ms >= 0, got {value!r}")
     common = dict(nodes=nodes, concurrent=concurrent, slots=slots, staleness=staleness_ms / 1e3, trials=trials,
                   seed=seed, load=load, churn=churn, priorities=priorities)
-    results = {p: simulate_contention(policy=p, **common) for p in POLICIES}
-    sweep = tuple(results[policy] if x == load else simulate_contention(policy=policy, **{**common, "load": x})
+    results = {p: _contention(policy=p, **common) for p in POLICIES}
+    sweep = tuple(results[policy] if x == load else _contention(policy=policy, **{**common, "load": x})
                   for x in LOAD_SWEEP)
     mean_lock, worst_lock = locking_latency_us(concurrent)
     return ConductorScenario(

@@ -28,15 +28,15 @@ class EnergyExplorer(BlittedExplorer):
         controls = {
             # log scale: 1/4 (memory-bound) .. 4 (compute-bound), 1 = the roofline's ridge
             "compute_ratio": slider(widgets.FloatLogSlider, "compute / memory time", value=compute_ratio,
-                                    base=2, min=-2, max=2, step=0.25, readout_format=".2f"),
+                                    base=2, min=-2, max=2, step=0.125, readout_format=".2f"),
             "static_fraction": slider(widgets.FloatSlider, "static power share", value=static_fraction,
-                                      min=0.0, max=0.8, step=0.05, readout_format=".2f"),
+                                      min=0.0, max=0.8, step=0.025, readout_format=".3f"),
             "slack": slider(widgets.FloatSlider, "SLA slack (x run time)", value=slack,
                             min=1.0, max=3.0, step=0.1, readout_format=".1f"),
         }
-        super().__init__(controls, new_figure(7.5, 4.0))
+        super().__init__(controls, new_figure(7.5, 4.8))
         ax = self._ax = self.figure.add_subplot()
-        self.figure.subplots_adjust(left=0.1, right=0.97, bottom=0.15, top=0.88)
+        self.figure.subplots_adjust(left=0.1, right=0.97, bottom=0.33, top=0.9)
         (self._power,) = ax.plot([], [], color=_POWER, lw=2.5, label="power")
         (self._time,) = ax.plot([], [], color=_TIME, lw=2.5, ls="--", label="run time")
         (self._energy,) = ax.plot([], [], color=_ENERGY, lw=3, label="energy = power x time")
@@ -47,7 +47,8 @@ class EnergyExplorer(BlittedExplorer):
         ax.tick_params(labelsize=style.SMALL_PT)
         ax.set_xlim(0.45, 1.02)
         ax.set_ylim(0.0, 3.1)
-        style.legend(ax, loc="upper right", framealpha=0.95)
+        # Under the axes: the SLA's clock line sweeps the whole width (up to the top clock, 1.0).
+        style.legend(ax, below=0.2, framealpha=0.95)
         # Fixed axes: only the curves, the SLA line and the title change (blitted).
         self._title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom",
                               fontsize=style.FONT_PT + 1)

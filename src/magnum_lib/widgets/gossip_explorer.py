@@ -25,7 +25,18 @@ from matplotlib.ticker import MaxNLocator
 
 from magnum_lib import backend
 from magnum_lib.widgets import gossip_model, style
-from magnum_lib.widgets._base import Explorer, new_figure, slider
+from magnum_lib.widgets._base import SLIDER_STYLE, Explorer, new_figure, pure_python, size_note, slider
+
+MAX_NODES = 50_000
+PURE_PYTHON_MAX_NODES = 5_000
+"""The nodes slider ends here on the pure-Python backend: a spread over 20,000 nodes costs
+about 0.5 s of CPU there (30 ms compiled), and each slider change must answer in 0.3 s."""
+
+
+def pure_python_note() -> str:
+    """What the explorer says on screen about its size on the pure-Python backend ('' compiled)."""
+    return size_note("the nodes slider ends at", PURE_PYTHON_MAX_NODES, MAX_NODES) if pure_python() else ""
+
 
 _CMAP = colormaps["viridis"].with_extremes(over=style.color("article"), bad="white")
 
@@ -54,16 +65,17 @@ class GossipExplorer(Explorer):
                  loss: float = 0.0, partition: int = 0, mode: str = "push"):
         self.seed = int(seed)
         # continuous_update=False (slider()): one simulation + render per release.
+        top = max(PURE_PYTHON_MAX_NODES, int(nodes)) if pure_python() else MAX_NODES
         controls = {
-            "nodes": slider(widgets.IntSlider, "nodes", value=nodes, min=100, max=50_000, step=100),
+            "nodes": slider(widgets.IntSlider, "nodes", value=nodes, min=100, max=top, step=100),
             "fanout": slider(widgets.IntSlider, "fanout k (peers/round)", value=fanout, min=1, max=16),
             "interval_ms": slider(widgets.FloatSlider, "gossip interval (ms)", value=interval_ms,
                                   min=1.0, max=200.0, step=1.0, readout_format=".0f"),
-            "loss": slider(widgets.FloatSlider, "message loss", value=loss, min=0.0, max=0.9, step=0.05,
+            "loss": slider(widgets.FloatSlider, "message loss", value=loss, min=0.0, max=0.9, step=0.025,
                            readout_format=".2f"),
             "partition": slider(widgets.IntSlider, "partition (rounds)", value=partition, min=0, max=100),
             "mode": widgets.Dropdown(description="mode", options=["push", "pull", "pushpull"], value=mode,
-                                     style={"description_width": "150px"}),
+                                     style=SLIDER_STYLE),
         }
         super().__init__(controls, new_figure(11.0, 3.6))
         self.figure.subplots_adjust(left=0.02, right=0.98, bottom=0.16, top=0.88, wspace=0.3)
@@ -187,6 +199,8 @@ def _fmt(value, unit: str = "", digits: int = 1) -> str:
 def readout_html(sc: gossip_model.GossipScenario) -> str:
     """The readout as HTML: rounds and times, simulated beside the mean field; bandwidth; staleness."""
     head = f"<b>{sc.nodes:,} nodes</b>, {sc.mode}, fanout {sc.fanout} &nbsp; <i>({html.escape(backend())} backend)</i>"
+    if pure_python_note():
+        head += f"<br><small>{html.escape(pure_python_note())}</small>"
     if not sc.ok:
         return (f"<div class='magnum-readout'>{head}<br><b style='color:crimson'>invalid: "
                 f"{html.escape(sc.message)}</b></div>")

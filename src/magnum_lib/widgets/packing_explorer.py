@@ -25,7 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from magnum_lib import backend
 from magnum_lib.graph.packing import POLICIES
 from magnum_lib.widgets import packing_model, style
-from magnum_lib.widgets._base import SLIDER_STYLE, Explorer, canvas_png, new_figure, slider
+from magnum_lib.widgets._base import SLIDER_LAYOUT, SLIDER_STYLE, Explorer, canvas_png, new_figure, slider
 
 _COLORS = {p: style.color(p) for p in POLICIES}
 _BATCH_X = 1.75  # where the batch (all jobs at t = 0) sits on the load axis
@@ -76,9 +76,9 @@ class PackingExplorer(Explorer):
                               max=64.0, step=1.0, readout_format=".0f"),
             "load": slider(widgets.SelectionSlider, "offered load", options=_LOAD_OPTIONS, value=load),
             "device": widgets.Dropdown(options=list(packing_model.DEVICES), value=device, description="device",
-                                       style=SLIDER_STYLE, layout=widgets.Layout(width="420px")),
+                                       style=SLIDER_STYLE, layout=widgets.Layout(**SLIDER_LAYOUT)),
             "policy": widgets.ToggleButtons(options=list(POLICIES), value=policy, description="Gantt of",
-                                            style={"description_width": "150px", "button_width": "90px"}),
+                                            style={**SLIDER_STYLE, "button_width": "90px"}),
         }
         fig = new_figure(8.6, 3.9)  # every pixel and tick label costs render time
         fig.subplots_adjust(left=0.075, right=0.985, bottom=0.25, top=0.91, wspace=0.3)

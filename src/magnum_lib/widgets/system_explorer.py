@@ -27,13 +27,15 @@ from matplotlib.ticker import MaxNLocator
 from magnum_lib import backend
 from magnum_lib.sim.evolution import ARTICLE_FIGURES_MS
 from magnum_lib.widgets import style, system_model
-from magnum_lib.widgets._base import BlittedExplorer, new_figure, slider
+from magnum_lib.widgets._base import BUTTON_LAYOUT, SLIDER_STYLE, BlittedExplorer, new_figure, slider
 
 _PARTS = ("round_wait", "scheduling", "rtt", "validation", "retries", "dispatch_wait")
 _QS = ("p50", "p95", "p99", "p999")
 _WARN = style.color("article")
 _FLOOR_MS = 0.01   # the percentile panel's floor (log axis)
 _TYPES = ("h100_sxm", "mi300x", "mtia_v2")   # the classroom cluster's device types, in its order
+
+_BELOW = 0.22   # legends sit this far (axes heights) under their panel, below the x label
 
 
 class SystemExplorer(BlittedExplorer):
@@ -71,7 +73,7 @@ class SystemExplorer(BlittedExplorer):
         self.others = None
         controls = {
             "preset": widgets.Dropdown(description="preset", options=list(system_model.PRESET_NAMES),
-                                       value=preset, style={"description_width": "150px"}),
+                                       value=preset, style=SLIDER_STYLE),
             "load": slider(widgets.FloatSlider, "load", value=load, min=0.1, max=1.5, step=0.05,
                            readout_format=".2f"),
             "gossip_ms": slider(widgets.FloatSlider, "gossip interval (ms)", value=gossip_ms, min=0.5, max=50.0,
@@ -81,15 +83,17 @@ class SystemExplorer(BlittedExplorer):
             "hedge": slider(widgets.FloatSlider, "hedge at x expected (0 off)", value=hedge, min=0.0, max=5.0,
                             step=0.25, readout_format=".2f"),
         }
-        super().__init__(controls, new_figure(11.0, 3.6))
-        self.seeds_button = widgets.Button(description="p95 over 5 more seeds", tooltip="slower: ~5 runs")
+        super().__init__(controls, new_figure(11.0, 4.4))   # legends under the axes
+        self.seeds_button = widgets.Button(description="p95 over 5 more seeds", tooltip="slower: ~5 runs",
+                                           layout=widgets.Layout(**BUTTON_LAYOUT))
         self.seeds_button.on_click(self._on_seeds)
-        self.presets_button = widgets.Button(description="all presets here", tooltip="slower: 5 runs")
+        self.presets_button = widgets.Button(description="all presets here", tooltip="slower: 5 runs",
+                                             layout=widgets.Layout(**BUTTON_LAYOUT))
         self.presets_button.on_click(self._on_presets)
         self.widget.children = (widgets.HBox([self.widget.children[0].children[0],
                                               widgets.VBox([self.readout, widgets.HBox([self.seeds_button, self.presets_button])])]),
                                 self.image)
-        self.figure.subplots_adjust(left=0.11, right=0.975, bottom=0.16, top=0.9, wspace=0.4)
+        self.figure.subplots_adjust(left=0.11, right=0.975, bottom=0.31, top=0.92, wspace=0.4)
         self._ax_budget, self._ax_pct, self._ax_util = self.figure.subplots(1, 3)
         self._axes = (self._ax_budget, self._ax_pct, self._ax_util)
         self._init_artists()
@@ -121,10 +125,11 @@ class SystemExplorer(BlittedExplorer):
         style.log_axis(ax, [0.01, 0.1, 1, 10, 100, 1000])
         ax.set_ylim(_FLOOR_MS, 5000)
         ax.set_ylabel("decision latency (ms)", fontsize=style.FONT_PT)
-        # Lower right stays empty: every line rises to its p99.9, and no p99.9 is near 0.1 ms.
-        # (A proxy for the grey lines: they are hidden until the presets button is pressed.)
+        # Under the axes: inside, no corner stays empty (at low load every percentile sits
+        # near the floor, at high load near the top). A proxy for the grey lines: they are
+        # hidden until the presets button is pressed.
         others = Line2D([], [], lw=1, color=style.color("other"), label="other presets")
-        style.legend(ax, handles=[self._pct_line, self._article, others], loc="lower right",
+        style.legend(ax, handles=[self._pct_line, self._article, others], below=_BELOW, ncol=1,
                      borderpad=0.3, labelspacing=0.25)
         ax = self._ax_util
         self._util_lines = [ax.plot([], [], lw=1.5, color=style.color(t), animated=True, label=t)[0] for t in _TYPES]
@@ -134,8 +139,8 @@ class SystemExplorer(BlittedExplorer):
         ax.set_ylabel("devices busy", fontsize=style.FONT_PT)
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.xaxis.set_major_locator(MaxNLocator(3))
-        # Lower right stays empty: the devices fill up within the first tenth of the run.
-        style.legend(ax, loc="lower right", borderpad=0.3, labelspacing=0.25)
+        # Under the axes: at low load the lines stay near the bottom.
+        style.legend(ax, below=_BELOW, borderpad=0.3, labelspacing=0.25)
         self._titles = [a.set_title("", fontsize=style.FONT_PT) for a in self._axes]
         for t in self._titles:
             t.set_animated(True)
