@@ -32,7 +32,6 @@ ALLOWED = {
     "replay/_gavel_rounds.pyx:rank_list": 83,
     "replay/_gavel_rounds.pyx:schedule": 151,
     "replay/_gavel_rounds.pyx:run_gavel_rounds": 202,
-    "sim/_core.pyx:Core.__init__": 131,
     "sim/_core.pyx:Core._lease_decide": 88,
 }
 

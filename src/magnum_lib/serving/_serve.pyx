@@ -15,7 +15,7 @@ How the reference's Python containers map to C, all over plain int64 arrays:
 * the prefix cache of every replica: one open-addressing table keyed by ``replica x H +
   hash`` (hash ids made dense in Python) over an arena of entries, each with its
   reference count and its links in its replica's LRU list of unreferenced entries;
-* the event heap: ``engine/_heap.pxd`` (time, then insertion order: heapq's order on
+* the event heap: ``base/_heap.pxd`` (time, then insertion order: heapq's order on
   ``(t, seq)``), payload ``2 x replica`` (iteration end) or ``2 x request + 1`` (KV arrival);
 * power-of-two's draw: NumPy's ``Generator.choice(k, 2, replace=False)`` (Floyd's
   algorithm, then a shuffle, with Lemire's bounded integers) on the run's own PCG64,
@@ -27,13 +27,14 @@ round to the same nanosecond.
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport ceil, pow
 from libc.stdint cimport UINT32_MAX, int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memset
 from numpy.random cimport bitgen_t
 
 import numpy as np
 
-from magnum_lib.engine._heap cimport Heap, HeapEntry, heap_peek, heap_pop, heap_push
+from magnum_lib.base._growth cimport grow_array
+from magnum_lib.base._heap cimport Heap, heap_init, heap_peek, heap_pop, heap_push
 from magnum_lib.serving import routers as _routers
 from magnum_lib.serving import serve_ref as _reference
 
@@ -213,26 +214,7 @@ cdef class _Kernel:
         else:
             self.H = 1
             self.hptr, self.hid = np.zeros(n + 1, np.int64), np.zeros(1, np.int64)
-        # replica.py: IterationCost, swap_time, transfer_time
-        self.a2 = 2.0 * m.active_params
-        self.b4 = 4.0 * m.layers * m.heads * m.head_dim
-        self.tp = float(spec.tp)
-        self.moe = m.experts != 1
-        self.moe_q = 1.0 - m.experts_per_token / m.experts
-        self.experts, self.shared, self.expert_p = float(m.experts), float(m.shared_params), float(m.expert_params)
-        self.dtype_b = float(m.dtype_bytes)
-        self.dense_w = float(m.params * m.dtype_bytes)
-        self.kvdev = spec.kv_bytes_per_token_device
-        self.c_den = spec.device.peak(m.dtype) * spec.compute_efficiency
-        self.m_den = spec.device.mem_bandwidth_Bps * spec.memory_efficiency
-        self.tp_comm = spec.tp > 1
-        self.k1 = 2.0 * (spec.tp - 1) / spec.tp
-        self.hidden_db = m.hidden * m.dtype_bytes
-        self.link = float(spec.link.per_direction_Bps)
-        self.lat, self.overhead = float(spec.allreduce_latency_s), float(spec.overhead_s)
-        self.layers2 = float(2 * m.layers)
-        self.host_bps = float(spec.host_link.per_direction_Bps)
-        self.xfer_bps = float(spec.transfer_link.per_direction_Bps)
+        self._roofline(m, spec)
 
         def z(k, fill=0):
             return np.full(k, fill, np.int64)
@@ -268,10 +250,7 @@ cdef class _Kernel:
         self.kv_t = <int64_t*>malloc(self.kv_cap * sizeof(int64_t))
         self.kv_rep = <int64_t*>malloc(self.kv_cap * sizeof(int64_t))
         self.kv_used = <int64_t*>malloc(self.kv_cap * sizeof(int64_t))
-        self.heap.capacity = 64
-        self.heap.size = 0
-        self.heap.next_seq = 0
-        self.heap.data = <HeapEntry*>malloc(64 * sizeof(HeapEntry))
+        heap_init(&self.heap, 64)
         if (self.tab == NULL or self.e_key == NULL or self.e_rc == NULL or self.e_prev == NULL
                 or self.e_next == NULL or self.kv_t == NULL or self.kv_rep == NULL or self.kv_used == NULL
                 or self.heap.data == NULL):
@@ -282,6 +261,28 @@ cdef class _Kernel:
         self.kv_n = 0
         self.oom = False
         self.next_arrival = self.t_last = self.area = self.in_system = 0
+
+    def _roofline(self, m, spec):
+        """The constants of replica.py's IterationCost, swap_time and transfer_time (FLOPs, bytes, B/s)."""
+        self.a2 = 2.0 * m.active_params
+        self.b4 = 4.0 * m.layers * m.heads * m.head_dim
+        self.tp = float(spec.tp)
+        self.moe = m.experts != 1
+        self.moe_q = 1.0 - m.experts_per_token / m.experts
+        self.experts, self.shared, self.expert_p = float(m.experts), float(m.shared_params), float(m.expert_params)
+        self.dtype_b = float(m.dtype_bytes)
+        self.dense_w = float(m.params * m.dtype_bytes)
+        self.kvdev = spec.kv_bytes_per_token_device
+        self.c_den = spec.device.peak(m.dtype) * spec.compute_efficiency
+        self.m_den = spec.device.mem_bandwidth_Bps * spec.memory_efficiency
+        self.tp_comm = spec.tp > 1
+        self.k1 = 2.0 * (spec.tp - 1) / spec.tp
+        self.hidden_db = m.hidden * m.dtype_bytes
+        self.link = float(spec.link.per_direction_Bps)
+        self.lat, self.overhead = float(spec.allreduce_latency_s), float(spec.overhead_s)
+        self.layers2 = float(2 * m.layers)
+        self.host_bps = float(spec.host_link.per_direction_Bps)
+        self.xfer_bps = float(spec.transfer_link.per_direction_Bps)
 
     # ------------------------------------------------------------ the roofline (replica.py)
     cdef inline double _iter_time(self, int64_t n, int64_t pairs, int64_t kv_read) noexcept nogil:
@@ -391,29 +392,15 @@ cdef class _Kernel:
     cdef int _grow(self) noexcept nogil:
         # more entries (arena doubled) and a table kept at most half full (rehashed)
         cdef int64_t cap = self.e_cap * 2, k
-        cdef int64_t* p
-        p = <int64_t*>realloc(self.e_key, cap * sizeof(int64_t))
-        if p == NULL:
+        if (grow_array(<void**>&self.e_key, cap, sizeof(int64_t)) < 0
+                or grow_array(<void**>&self.e_rc, cap, sizeof(int64_t)) < 0
+                or grow_array(<void**>&self.e_prev, cap, sizeof(int64_t)) < 0
+                or grow_array(<void**>&self.e_next, cap, sizeof(int64_t)) < 0):
             return -1
-        self.e_key = p
-        p = <int64_t*>realloc(self.e_rc, cap * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        self.e_rc = p
-        p = <int64_t*>realloc(self.e_prev, cap * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        self.e_prev = p
-        p = <int64_t*>realloc(self.e_next, cap * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        self.e_next = p
         self.e_cap = cap
         if 2 * cap > self.tab_mask + 1:
-            p = <int64_t*>realloc(self.tab, 4 * cap * sizeof(int64_t))
-            if p == NULL:
+            if grow_array(<void**>&self.tab, 4 * cap, sizeof(int64_t)) < 0:
                 return -1
-            self.tab = p
             self.tab_mask = 4 * cap - 1
             self.tab_bits = 0
             while (<int64_t>1 << self.tab_bits) < 4 * cap:
@@ -763,7 +750,6 @@ cdef class _Kernel:
 
     cdef void _start_iteration(self, int64_t i, int64_t t) noexcept nogil:
         cdef int64_t r, c, k, n = 0, pairs = 0, kv_read = 0, dur
-        cdef int64_t* p
         if self.static:
             self._schedule_static(i)
         else:
@@ -786,21 +772,11 @@ cdef class _Kernel:
         self.counters[C_ITER] += 1
         if self.kv_n == self.kv_cap:
             self.kv_cap *= 2
-            p = <int64_t*>realloc(self.kv_t, self.kv_cap * sizeof(int64_t))
-            if p == NULL:
+            if (grow_array(<void**>&self.kv_t, self.kv_cap, sizeof(int64_t)) < 0
+                    or grow_array(<void**>&self.kv_rep, self.kv_cap, sizeof(int64_t)) < 0
+                    or grow_array(<void**>&self.kv_used, self.kv_cap, sizeof(int64_t)) < 0):
                 self.oom = True
                 return
-            self.kv_t = p
-            p = <int64_t*>realloc(self.kv_rep, self.kv_cap * sizeof(int64_t))
-            if p == NULL:
-                self.oom = True
-                return
-            self.kv_rep = p
-            p = <int64_t*>realloc(self.kv_used, self.kv_cap * sizeof(int64_t))
-            if p == NULL:
-                self.oom = True
-                return
-            self.kv_used = p
         self.kv_t[self.kv_n] = t
         self.kv_rep[self.kv_n] = i
         self.kv_used[self.kv_n] = self.pages - self.free_p[i]
