@@ -10,16 +10,20 @@ from libc.stdint cimport int64_t
 
 from magnum_lib._typedefs cimport intp_t, time_ns
 
-from magnum_lib.engine.heap_ref import _INT64_MAX, _INT64_MIN, check_capacity, check_int64
+from magnum_lib.engine.heap_ref import check_capacity, check_int64
 
 
 cdef int64_t _int64(object value, str name) except? -1:
     # Integers only, as the reference: Cython's own conversion would truncate 1.5 to 1.
     # (TypeError for non-integers; outside int64, the reference's ParameterError.)
     cdef object number = PyNumber_Index(value)
-    if not _INT64_MIN <= number <= _INT64_MAX:
-        check_int64(number, name)
-    return number
+    cdef int64_t result
+    try:
+        result = number
+    except OverflowError:
+        check_int64(number, name)  # raises the reference's ParameterError
+        raise
+    return result
 
 
 cdef class EventHeap:
