@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.engine import heap_ref
 from tests.conftest import import_compiled
 
@@ -135,8 +136,8 @@ def test_int64_extremes_round_trip(EventHeap):
 
 
 @pytest.mark.parametrize("time, payload, error", [
-    (2**63, 0, OverflowError),
-    (0, -(2**63) - 1, OverflowError),
+    (2**63, 0, ParameterError),
+    (0, -(2**63) - 1, ParameterError),
     (1.5, 0, TypeError),
     ("1", 0, TypeError),
 ])
@@ -145,3 +146,15 @@ def test_bad_values_raise_like_the_compiled_heap(EventHeap, time, payload, error
     with pytest.raises(error):
         heap.push(time, payload)
     assert len(heap) == 0  # nothing half-applied
+
+
+@pytest.mark.parametrize("time, payload, name", [(2**64, 0, "time"), (-(2**63) - 1, 0, "time"),
+                                                 (0, 2**70, "payload")])
+def test_times_past_int64_name_the_argument_on_both_backends(EventHeap, time, payload, name):
+    heap = EventHeap()
+    heap.push(1, 1)
+    for op in (heap.push, heap.replace):
+        with pytest.raises(ParameterError) as e:
+            op(time, payload)
+        assert e.value.name == name and "int64" in str(e.value)
+    assert heap.pop() == (1, 1) and len(heap) == 0  # replace refused before popping

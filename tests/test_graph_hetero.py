@@ -120,3 +120,18 @@ def test_gavel_lp(shared_data):
         assert aware.normalised_total > blind_allocation(tm, counts).normalised_total
     # Seeded draw of models: same seed, same jobs.
     assert gavel_matrix(30, seed=5, gavel=gavel).jobs == gavel_matrix(30, seed=5, gavel=gavel).jobs
+
+
+@pytest.mark.parametrize("rows", [[[1.0, 2.0], [-1.0, 1.0]], [[0.0, 1.0]], [[np.nan, 1.0]], [[np.inf, 1.0]]])
+def test_throughputs_must_be_positive_and_finite(rows):
+    """A negative throughput once reported a normalised total of 2.0 for one job."""
+    with pytest.raises(ParameterError) as e:
+        matrix(rows)
+    assert e.value.name == "steps_per_s" and "> 0" in str(e.value)
+
+
+def test_throughput_shape_must_match_the_names():
+    with pytest.raises(ParameterError, match="steps_per_s must be a 1 x 2 array"):
+        ThroughputMatrix(("m0",), ("k80", "p100"), np.ones((2, 2)), "test")
+    tiny = matrix([[1e-300, 1.0]])  # the edge: positive however small
+    assert allocate(tiny, {"k80": 1, "p100": 1}).normalised_total == pytest.approx(1.0)

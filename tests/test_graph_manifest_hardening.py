@@ -251,3 +251,42 @@ def test_cli_device_too_slow_for_the_graph(tmp_path, capsys):
     p.write_text(f"job:\n  id: x\n  gpu_type: k80\n  pre_reserve: false\n  graph:\n{rows}")
     err = one_line_exit_2(capsys, p)
     assert err.startswith("job.gpu_type: on k80 the graph would run past 2^62 ns")
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(runtime_ns=2**63 - 1), "runtime_ns"), (dict(runtime_ns=0), "runtime_ns"),
+    (dict(memory_bytes=-1), "memory_bytes"), (dict(transfer_bytes=-5), "transfer_bytes"),
+    (dict(bandwidth_Bps=float("nan")), "bandwidth_Bps"),
+])
+def test_layer_built_directly_is_checked_like_a_parsed_one(kw, name):
+    """Two layers of 2^63-1 ns once wrapped reserve()'s end time to -2."""
+    from magnum_lib.base.validate import ParameterError
+    from magnum_lib.graph.manifest import MAX_LAYER_RUNTIME_NS, Layer, Manifest
+    from magnum_lib.graph.reserve import reserve
+
+    with pytest.raises(ParameterError) as e:
+        Layer("a", **{**dict(runtime_ns=1, memory_bytes=1), **kw})
+    assert e.value.name == name
+    longest = Layer("a", MAX_LAYER_RUNTIME_NS, 1)  # the edge: an hour per layer, summed exactly
+    r = reserve(Manifest("j", "h100_sxm", (longest, longest)))
+    assert r.end_ns.tolist() == [MAX_LAYER_RUNTIME_NS, 2 * MAX_LAYER_RUNTIME_NS]
+
+
+def test_reserve_sums_the_timeline_without_int64_wrap():
+    """Three layers each stretched under 2^62 ns sum past 2^63: refused, not wrapped negative."""
+    import dataclasses
+
+    from magnum_lib.graph.reserve import reserve
+    from magnum_lib.hardware import Catalog, default_catalog
+
+    base = default_catalog()
+    acc = base["k80"]
+    slow = dataclasses.replace(acc, interconnect=dataclasses.replace(acc.interconnect, per_direction_Bps=1e8))
+    catalog = Catalog({**{k: base[k] for k in base}, "k80": slow})
+    layer = {"layer": "a", "runtime": "1h", "memory": "1GB", "interconnect": "100TB/s"}  # 3.6e18 ns each
+    one = reserve(parse_manifest({"job": {"id": "x", "gpu_type": "k80", "graph": [layer]}}), catalog=catalog)
+    assert one.makespan_ns == 36 * 10**17
+    three = parse_manifest({"job": {"id": "x", "gpu_type": "k80",
+                                    "graph": [dict(layer, layer=f"l{i}") for i in range(3)]}})
+    with pytest.raises(ValueError, match="past 2\\^62 ns"):
+        reserve(three, catalog=catalog)

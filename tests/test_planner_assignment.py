@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.planner import assignment_ref
 from magnum_lib.planner.assignment import linear_sum_assignment
 from tests.conftest import import_compiled
@@ -364,3 +365,18 @@ def test_parity_on_a_larger_tied_instance():
         np.testing.assert_array_equal(ours[1], ref[1])
         expected = scipy_lsa(cost, maximize=maximize)
         assert total(cost, *ours) == total(cost, *expected)
+
+
+@pytest.mark.parametrize("backend", ["python", "compiled"])
+def test_huge_matrix_is_refused_before_any_copy(backend, monkeypatch):
+    module = assignment_ref if backend == "python" else import_compiled("magnum_lib.planner._assignment")
+    view = np.broadcast_to(np.zeros(1), (1, 10**9))  # 8 bytes of memory, 7.45 GiB if copied
+    with pytest.raises(ParameterError) as e:
+        module.linear_sum_assignment(view)
+    assert e.value.name == "cost_matrix" and "1,000,000,000 entries" in str(e.value)
+    # At the bound it is solved; one past it is refused (a small bound keeps the test cheap).
+    monkeypatch.setattr(assignment_ref, "MAX_COST_ENTRIES", 12)
+    rows, cols = module.linear_sum_assignment(np.broadcast_to(np.arange(4.0), (3, 4)))
+    assert rows.tolist() == [0, 1, 2] and sorted(cols.tolist()) == [0, 1, 2]
+    with pytest.raises(ParameterError, match="at most 12"):
+        module.linear_sum_assignment(np.zeros((1, 13)))

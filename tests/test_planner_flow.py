@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.planner.classes import build_classes, class_costs, unroll
 from magnum_lib.planner.flow import class_penalty
 from magnum_lib.planner.lp import transport_lp
@@ -185,3 +186,26 @@ def test_class_flow_respects_supplies_and_capacities():
     spare = into < cl.nc_count
     assert sol.unplaced.sum() > 0
     assert not np.any(cc.allowed[sol.unplaced > 0][:, spare])
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(capacity=np.array([-1, 1])), "capacity"), (dict(capacity=np.array([1.5, 1])), "capacity"),
+    (dict(capacity=np.array([1])), "capacity"), (dict(supply=np.array([-2])), "supply"),
+    (dict(cost=np.array([[np.nan, 1.0]])), "cost"), (dict(cost=np.array([[-np.inf, 1.0]])), "cost"),
+    (dict(cost=np.ones(2)), "cost"), (dict(penalty=np.array([0.0])), "penalty"),
+    (dict(penalty=np.array([np.inf])), "penalty"),
+])
+def test_transport_lp_refuses_bad_inputs_before_highs(kw, name, monkeypatch):
+    import magnum_lib.planner.lp as lp
+
+    def never(*args, **kwargs):
+        raise AssertionError("HiGHS was asked")
+
+    args = dict(cost=np.array([[1.0, np.inf]]), supply=np.array([2]), capacity=np.array([1, 0]),
+                penalty=np.array([5.0]))
+    sol = transport_lp(**args)  # the valid edge: +inf is no arc, a capacity of 0, one job left out
+    assert sol.objective == 6.0 and sol.unplaced.tolist() == [1]
+    monkeypatch.setattr(lp, "linprog", never)
+    with pytest.raises(ParameterError) as e:
+        transport_lp(**{**args, **kw})
+    assert e.value.name == name

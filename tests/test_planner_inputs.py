@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from magnum_lib.base.validate import ParameterError
 from magnum_lib.planner.plan import ALGORITHMS, plan
 from magnum_lib.planner.snapshot import Snapshot, make_snapshot
 
@@ -137,3 +138,15 @@ def test_with_jobs_keeps_nodes_and_summary_counts():
     assert np.allclose(snap.node_utilization, 1 - snap.node_free / snap.node_capacity)
     with pytest.raises(ValueError, match="job_demand must be"):
         base.with_jobs([[1, 2]])
+
+
+def test_snapshot_size_bounds_are_checked_before_allocating():
+    from magnum_lib.planner.snapshot import MAX_SNAPSHOT_JOBS, MAX_SNAPSHOT_NODES
+    for args, name in [((10**12, 10), "nodes"), ((MAX_SNAPSHOT_NODES + 1, 0), "nodes"),
+                       ((10, MAX_SNAPSHOT_JOBS + 1), "jobs"), ((10, 10**15), "jobs")]:
+        with pytest.raises(ParameterError) as e:
+            make_snapshot(*args)
+        assert e.value.name == name and "<=" in str(e.value)
+    # the bounds themselves are accepted (a million nodes: about 1 s, 200 MB)
+    assert make_snapshot(MAX_SNAPSHOT_NODES, 0).node_free.size == MAX_SNAPSHOT_NODES
+    assert make_snapshot(1, MAX_SNAPSHOT_JOBS).job_demand.size == MAX_SNAPSHOT_JOBS

@@ -349,3 +349,43 @@ def test_job_views_show_each_job_at_the_current_decision():
     assert seen[3] == {0: (True, 7.0, 7 * 10**9, 3.0, 5.0, (0,), "gpu", 1),
                        2: (False, 0.0, 0, 1.0, 0.0, (), None, 0)}
     assert r.finish_s.tolist() == [16.0, 7.0, 13.0] and r.preemptions.tolist() == [2, 0, 0]
+
+
+def test_speed_that_would_overflow_the_clock_is_refused():
+    from magnum_lib.replay.jobs import MAX_WALL_S
+    with pytest.raises(ParameterError) as e:
+        make_jobs([0.0], [1.0], 1, speed=[[1e-300]])
+    assert e.value.name == "speed" and "job 0" in str(e.value)
+    # The edge: exactly MAX_WALL_S on a slow type, and 0 (cannot run there), still accepted.
+    jobs = make_jobs([0.0], [10.0], 1, speed=[[10.0 / MAX_WALL_S, 0.0]])
+    assert jobs.speed[0].tolist() == [10.0 / MAX_WALL_S, 0.0]
+
+
+@pytest.mark.parametrize("field, value", [("gpu_milli", 0), ("gpu_milli", 1001), ("num_gpus", 0),
+                                          ("work_ns", 0), ("submit_ns", -1)])
+def test_replay_jobs_built_directly_refuse_impossible_values(field, value):
+    from magnum_lib.replay.jobs import ReplayJobs
+    arrays = dict(submit_ns=np.zeros(2, np.int64), work_ns=np.ones(2, np.int64),
+                  num_gpus=np.ones(2, np.int64), gpu_milli=np.full(2, 1000, np.int64))
+    assert len(ReplayJobs(**arrays)) == 2
+    arrays[field] = np.array([arrays[field][0], value], np.int64)
+    with pytest.raises(ParameterError) as e:
+        ReplayJobs(**arrays)
+    assert e.value.name == field
+
+
+@pytest.mark.parametrize("name", ["gavel", "gavel-blind", "gavel-fifo", "gavel-rounds", "ftf"])
+@pytest.mark.parametrize("round_s", [1e-12, 0.0, -1.0, float("nan"), 1e300])
+def test_round_policies_refuse_absurd_rounds_when_made(name, round_s):
+    with pytest.raises(ParameterError) as e:
+        make_policy(name, round_s=round_s)
+    assert e.value.name == "round_s"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["gavel", "gavel-fifo", "ftf"])
+def test_round_policies_accept_the_shortest_round(backend, name):
+    from magnum_lib.replay.api import MIN_ROUND_S
+    jobs = make_jobs([0, 0.5], [2, 1], [1, 1])
+    r = replay(jobs, ReplayCluster.uniform(1, 1), make_policy(name, round_s=MIN_ROUND_S), backend=backend)
+    assert sorted(r.finish_s.tolist())[-1] == pytest.approx(3.0, abs=0.01)  # one GPU, 3 s of work

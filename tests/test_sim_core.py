@@ -231,3 +231,44 @@ def test_bad_presets():
         make_config("borg_9000")
     with pytest.raises(ParameterError):
         make_config("magnum_v2", cluster="galaxy")
+
+
+def _cls(**kw):
+    from magnum_lib.sim.config import RequestClass
+    base = dict(flops=1e12, bytes_moved=1e9, sla_s=0.1, priority=1, share=1.0)
+    return RequestClass("x", **{**base, **kw})
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(flops=0, bytes_moved=0), "flops"), (dict(priority=2**70), "priority"), (dict(priority=0), "priority"),
+    (dict(priority=1.5), "priority"), (dict(sla_s=-0.1), "sla_s"), (dict(sla_s=0), "sla_s"),
+    (dict(flops=float("nan")), "flops"), (dict(efficiency=0), "efficiency"), (dict(share=-1), "share"),
+])
+def test_bad_request_class_names_the_field(kw, name):
+    with pytest.raises(ParameterError) as e:
+        _cls(**kw)
+    assert e.value.name == name and "request class 'x'" in str(e.value)
+
+
+def test_request_class_edge_values_still_work():
+    from magnum_lib.sim.config import MAX_PRIORITY
+    assert _cls(flops=0, priority=MAX_PRIORITY).priority == MAX_PRIORITY  # memory-bound only
+    assert _cls(bytes_moved=0, sla_s=1e-9).sla_s == 1e-9                  # compute-bound only
+    cfg = make_config("magnum_v2", classes=(_cls(bytes_moved=0),), duration_s=0.01)
+    assert cfg.classes[0].bytes_moved == 0
+
+
+@pytest.mark.parametrize("backend", ["gpu", "Compiled", "", 1])
+def test_unknown_backend_is_refused_with_the_accepted_values(backend):
+    for call in (lambda: simulate(backend=backend, duration_s=0.01), lambda: core_module(backend),
+                 lambda: run_config(make_config(duration_s=0.01), backend=backend)):
+        with pytest.raises(ParameterError) as e:
+            call()
+        assert e.value.name == "backend" and "compiled, python" in str(e.value)
+
+
+@pytest.mark.parametrize("backend", ["compiled", "python", None])
+def test_known_backends_are_accepted(backend):
+    if backend == "compiled":
+        pytest.importorskip("magnum_lib.sim._core")
+    assert core_module(backend).Core is not None

@@ -11,13 +11,20 @@ from libc.stdint cimport int64_t
 from magnum_lib._typedefs cimport intp_t, time_ns
 from magnum_lib.base._growth cimport no_memory
 
-from magnum_lib.engine.heap_ref import check_capacity
+from magnum_lib.engine.heap_ref import check_capacity, check_int64
 
 
-cdef int64_t _int64(object value) except? -1:
+cdef int64_t _int64(object value, str name) except? -1:
     # Integers only, as the reference: Cython's own conversion would truncate 1.5 to 1.
-    # (OverflowError outside int64, TypeError for non-integers.)
-    return PyNumber_Index(value)
+    # (TypeError for non-integers; outside int64, the reference's ParameterError.)
+    cdef object number = PyNumber_Index(value)
+    cdef int64_t result
+    try:
+        result = number
+    except OverflowError:
+        check_int64(number, name)  # raises the reference's ParameterError
+        raise
+    return result
 
 
 cdef class EventHeap:
@@ -49,7 +56,7 @@ cdef class EventHeap:
 
     def push(self, time, payload=0):
         """Add an event at ``time`` (int ns) carrying ``payload`` (int64)."""
-        if heap_push(&self.heap, _int64(time), _int64(payload)) != 0:
+        if heap_push(&self.heap, _int64(time, "time"), _int64(payload, "payload")) != 0:
             no_memory("EventHeap")
 
     def pop(self):
@@ -71,8 +78,8 @@ cdef class EventHeap:
 
         Equivalent to ``pop()`` then ``push(time, payload)`` (like ``heapq.heapreplace``).
         """
-        cdef time_ns first, new_time = _int64(time)
-        cdef int64_t first_payload, new_payload = _int64(payload)
+        cdef time_ns first, new_time = _int64(time, "time")
+        cdef int64_t first_payload, new_payload = _int64(payload, "payload")
         if not heap_peek(&self.heap, &first, &first_payload):
             raise IndexError("replace on an empty EventHeap")
         heap_replace(&self.heap, new_time, new_payload)

@@ -11,15 +11,18 @@ import heapq
 import operator
 from typing import SupportsIndex
 
+from magnum_lib.base.validate import ParameterError
+
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
 
-def _int64(value: SupportsIndex, name: str) -> int:
-    # Mirror the compiled heap's C conversion: integers only (TypeError), int64 range.
+def check_int64(value: SupportsIndex, name: str) -> int:
+    """``value`` as an int in int64's range; integers only (TypeError otherwise), and a
+    ParameterError naming ``name`` outside the range. Both heaps raise through it."""
     number = operator.index(value)
     if not _INT64_MIN <= number <= _INT64_MAX:
-        raise OverflowError(f"{name}={number} does not fit in int64")
+        raise ParameterError(name, f"must fit in int64 ([{_INT64_MIN}, {_INT64_MAX}]), got {number}")
     return number
 
 
@@ -52,7 +55,7 @@ class EventHeap:
 
     def push(self, time: SupportsIndex, payload: SupportsIndex = 0) -> None:
         """Add an event at ``time`` (int ns) carrying ``payload`` (int64)."""
-        item = (_int64(time, "time"), self._next_seq, _int64(payload, "payload"))
+        item = (check_int64(time, "time"), self._next_seq, check_int64(payload, "payload"))
         self._next_seq += 1
         heapq.heappush(self._items, item)
 
@@ -68,7 +71,7 @@ class EventHeap:
 
         Equivalent to ``pop()`` then ``push(time, payload)`` (like ``heapq.heapreplace``).
         """
-        item = (_int64(time, "time"), self._next_seq, _int64(payload, "payload"))
+        item = (check_int64(time, "time"), self._next_seq, check_int64(payload, "payload"))
         if not self._items:
             raise IndexError("replace on an empty EventHeap")
         self._next_seq += 1

@@ -56,6 +56,20 @@ class ThroughputMatrix:
     steps_per_s: np.ndarray
     source: str
 
+    def __post_init__(self):
+        # A zero, negative or NaN throughput would make ``normalised`` and every total
+        # meaningless (a negative one reported a total of 2.0): refused where it is built.
+        t = np.asarray(self.steps_per_s)
+        want = (len(self.jobs), len(self.types))
+        if t.shape != want or t.dtype.kind not in "iuf":
+            raise ParameterError("steps_per_s", f"must be a {want[0]} x {want[1]} array of numbers (jobs x types), "
+                                                f"got {t.dtype} of shape {t.shape}")
+        bad = ~(np.isfinite(t) & (t > 0))
+        if bad.any():
+            j, k = np.argwhere(bad)[0]
+            raise ParameterError("steps_per_s", f"must be finite and > 0, got {float(t[j, k])!r} for job "
+                                                f"{self.jobs[j]!r} on {self.types[k]}")
+
     @property
     def normalised(self) -> np.ndarray:
         """Each row divided by its maximum (1 on the job's best type)."""

@@ -56,7 +56,7 @@ from pathlib import Path
 import yaml
 
 from magnum_lib._resources import data_path
-from magnum_lib.base.validate import excerpt
+from magnum_lib.base.validate import ParameterError, check_int, excerpt
 from magnum_lib.hardware import Catalog, UnknownAcceleratorError, default_catalog
 from magnum_lib.units import format_size, parse_bandwidth, parse_duration, parse_interconnect, parse_size
 
@@ -128,6 +128,16 @@ class Layer:
     interconnect: str | None = None
     transfer_bytes: int = 0
     bandwidth_Bps: float = 0.0
+
+    def __post_init__(self):
+        # parse_manifest checks the same bounds with the manifest's paths; this catches a
+        # Layer built directly (two layers of 2^63-1 ns would wrap reserve's timeline).
+        check_int("runtime_ns", self.runtime_ns, 1, MAX_LAYER_RUNTIME_NS)
+        check_int("memory_bytes", self.memory_bytes, 1, MAX_LAYER_MEMORY_BYTES)
+        check_int("transfer_bytes", self.transfer_bytes, 0, MAX_TRANSFER_BYTES)
+        bw = self.bandwidth_Bps
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 0 <= bw <= MAX_BANDWIDTH_BPS:
+            raise ParameterError("bandwidth_Bps", f"must be a number in [0, {MAX_BANDWIDTH_BPS:g}], got {excerpt(bw)}")
 
     def to_dict(self) -> dict:
         return {"layer": self.name, "runtime_ns": self.runtime_ns, "memory_bytes": self.memory_bytes,

@@ -122,7 +122,8 @@ def reserve(manifest: Manifest, device=None, catalog: Catalog | None = None) -> 
     declared = np.array([layer.runtime_ns for layer in layers], dtype=np.int64)
     timing = layer_timing(layers, acc)
     runtime, gap = timing.runtime_ns, timing.transfer_ns
-    if int(runtime.sum()) + int(gap.sum()) >= 2**62:  # reachable only with a bandwidth stretch on a slow link
+    # Summed as Python ints: an int64 sum of huge layers would wrap before the comparison.
+    if sum(map(int, runtime)) + sum(map(int, gap)) >= 2**62:  # reachable only with a bandwidth stretch on a slow link
         raise ValueError(f"device: on {acc.key} the graph would run past 2^62 ns; its link is too slow for it")
     step = runtime + gap
     start = np.concatenate(([0], np.cumsum(step)[:-1])).astype(np.int64)

@@ -40,7 +40,8 @@ def linear_sum_assignment(cost_matrix, maximize: bool = False):
     ValueError
         Not 2-D ("expected a matrix"); NaN, ``-inf`` when minimizing or ``+inf`` when
         maximizing ("contains invalid numeric entries"); no complete assignment of finite
-        cost ("cost matrix is infeasible"); non-numeric strings in a list. The quoted
+        cost ("cost matrix is infeasible"); non-numeric strings in a list; more than
+        ``assignment_ref.MAX_COST_ENTRIES`` (10^8) entries, checked before any copy. The quoted
         words are SciPy's, so code that matches SciPy's messages keeps working.
     TypeError
         An array whose dtype does not cast safely to float64 (strings, complex, object,

@@ -30,6 +30,9 @@ import numpy as np
 from magnum_lib.base.validate import ParameterError, excerpt
 
 INF = math.inf
+#: The largest cost matrix accepted (entries): 10^8 float64 is 800 MB, e.g. 10,000 x 10,000,
+#: far past any planning round; checked before the matrix is copied.
+MAX_COST_ENTRIES = 10**8
 
 
 def as_cost_array(cost_matrix) -> np.ndarray:
@@ -51,6 +54,10 @@ def as_cost_array(cost_matrix) -> np.ndarray:
         raise ParameterError(
             "cost_matrix", f"must be 2-D: expected a matrix (2-D array), got a {a.ndim}-D array "
                            f"of shape {excerpt(a.shape)}")
+    if a.size > MAX_COST_ENTRIES:  # before any copy (a broadcast view may be huge and free)
+        raise ParameterError(
+            "cost_matrix", f"has {a.shape[0]} x {a.shape[1]} = {a.size:,} entries; at most "
+                           f"{MAX_COST_ENTRIES:,} (MAX_COST_ENTRIES: 800 MB of float64)")
     if not np.can_cast(a.dtype, np.float64, casting="safe"):
         raise TypeError(f"Cannot cast array data from {a.dtype!r} to dtype('float64') according to "
                         "the rule 'safe': cost_matrix must hold real numbers (bool, integers, or "

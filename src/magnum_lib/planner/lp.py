@@ -32,6 +32,8 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
+from magnum_lib.base.validate import ParameterError, excerpt
+
 __all__ = ["TransportSolution", "transport_lp", "INTEGRALITY_TOL"]
 
 INTEGRALITY_TOL = 1e-6
@@ -54,6 +56,37 @@ class TransportSolution:
     iterations: int
 
 
+def _counts(name: str, value, size: int) -> np.ndarray:
+    a = np.asarray(value)
+    if a.shape != (size,) or a.dtype.kind not in "iuf":
+        raise ParameterError(name, f"must be {size} numbers (shape ({size},)), got {a.dtype} of shape {a.shape}")
+    if a.size and not (np.all(np.isfinite(a)) and np.all(a == np.round(a)) and a.min() >= 0):
+        bad = a[~(np.isfinite(a) & (a == np.round(a)) & (a >= 0))][0]
+        raise ParameterError(name, f"must hold whole numbers >= 0, got {excerpt(float(bad))}")
+    return a.astype(np.int64)
+
+
+def _check_inputs(cost, supply, capacity, penalty):
+    """The LP's inputs as arrays, or a ParameterError naming the first bad one. Bad inputs
+    (a negative capacity makes the LP infeasible) are refused before HiGHS is asked."""
+    c = np.asarray(cost)
+    if c.ndim != 2 or c.dtype.kind not in "iuf":
+        raise ParameterError("cost", f"must be a 2-D array of numbers, got {c.dtype} of shape {c.shape}")
+    c = c.astype(np.float64, copy=False)
+    bad = np.isnan(c) | np.isneginf(c)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ParameterError("cost", f"must be finite or +inf (no arc), got {c[i, j]} at ({i}, {j})")
+    n_src, n_snk = c.shape
+    p = np.asarray(penalty)
+    if p.shape != (n_src,) or p.dtype.kind not in "iuf":
+        raise ParameterError("penalty", f"must be {n_src} numbers (shape ({n_src},)), got {p.dtype} of shape {p.shape}")
+    p = p.astype(np.float64)
+    if p.size and not (np.all(np.isfinite(p)) and p.min() > 0):
+        raise ParameterError("penalty", f"must be finite and > 0, got {excerpt(float(p[~(np.isfinite(p) & (p > 0))][0]))}")
+    return c, _counts("supply", supply, n_src), _counts("capacity", capacity, n_snk), p
+
+
 def transport_lp(cost: np.ndarray, supply: np.ndarray, capacity: np.ndarray,
                  penalty: np.ndarray, method: str = "highs-ds") -> TransportSolution:
     """Solve the transportation LP above with HiGHS dual simplex.
@@ -61,15 +94,24 @@ def transport_lp(cost: np.ndarray, supply: np.ndarray, capacity: np.ndarray,
     Parameters
     ----------
     cost : ndarray, shape (S, T)
-        Cost per job; non-finite entries are not arcs.
+        Cost per job; ``+inf`` entries are not arcs (NaN and ``-inf`` are refused).
     supply : ndarray of int, shape (S,)
+        Jobs of each source (>= 0).
     capacity : ndarray of int, shape (T,)
+        Jobs each sink takes at most (>= 0).
     penalty : ndarray of float, shape (S,)
         Cost per unplaced job of each source (finite, > 0).
     method : str
         ``linprog`` method; the default dual simplex returns a vertex (integral flows).
         ``"highs-ipm"`` may not: then flows are rounded down and ``integral`` is False.
+
+    Raises
+    ------
+    ParameterError
+        Bad shapes, NaN or ``-inf`` costs, negative or fractional supplies or capacities,
+        penalties not finite and > 0: checked here, before HiGHS is asked.
     """
+    cost, supply, capacity, penalty = _check_inputs(cost, supply, capacity, penalty)
     n_src, n_snk = cost.shape
     src, snk = np.nonzero(np.isfinite(cost))
     n_arc = src.size

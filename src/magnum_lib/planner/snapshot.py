@@ -33,7 +33,7 @@ from magnum_lib.base.validate import ParameterError, check_int
 from magnum_lib.cluster import build_cluster
 
 __all__ = ["Snapshot", "make_snapshot", "draw_free", "ANY_TYPE", "BANDWIDTH_TIERS_GBPS", "COMM_LEVELS_GB",
-           "NODE_STATE_SHARES"]
+           "NODE_STATE_SHARES", "MAX_SNAPSHOT_NODES", "MAX_SNAPSHOT_JOBS"]
 
 ANY_TYPE = -1
 # Network bandwidth per node out of its group, GB/s: 400 Gb/s Ethernet, 800 Gb/s
@@ -42,6 +42,11 @@ BANDWIDTH_TIERS_GBPS = (50.0, 100.0, 400.0)
 COMM_LEVELS_GB = (0.0, 0.5, 2.0, 8.0)
 # Shares of nodes that are idle, full, and partly used (binomial) in generated snapshots.
 NODE_STATE_SHARES = (0.25, 0.25, 0.5)
+#: The largest generated snapshot (:func:`make_snapshot`): a million nodes and a million
+#: pending jobs, ten times the largest real clusters, a few hundred MB; checked before
+#: anything is allocated.
+MAX_SNAPSHOT_NODES = 1_000_000
+MAX_SNAPSHOT_JOBS = 1_000_000
 
 
 def _int_array(value, name: str, size: int | None, minimum: int) -> np.ndarray:
@@ -175,7 +180,7 @@ def make_snapshot(nodes: int, jobs: int, seed: int = 0, *, group_size: int = 32,
     Parameters
     ----------
     nodes, jobs : int
-        Nodes (>= 1) and pending jobs (>= 0).
+        Nodes (1 .. :data:`MAX_SNAPSHOT_NODES`) and pending jobs (0 .. :data:`MAX_SNAPSHOT_JOBS`).
     seed : int
         Seeds both the topology (:func:`~magnum_lib.cluster.build_cluster`) and the draws.
     group_size : int
@@ -194,8 +199,8 @@ def make_snapshot(nodes: int, jobs: int, seed: int = 0, *, group_size: int = 32,
     (40/30/20/10 %) and have priority 1, 2 or 3 (60/30/10 %); each group's bandwidth is one
     of :data:`BANDWIDTH_TIERS_GBPS` (40/40/20 %).
     """
-    nodes = check_int("nodes", nodes, 1)
-    jobs = check_int("jobs", jobs, 0)
+    nodes = check_int("nodes", nodes, 1, MAX_SNAPSHOT_NODES)
+    jobs = check_int("jobs", jobs, 0, MAX_SNAPSHOT_JOBS)
     seed = check_int("seed", seed, 0)
     group_size = check_int("group_size", group_size, 1)
     devices_per_node = check_int("devices_per_node", devices_per_node, 1, 1024)

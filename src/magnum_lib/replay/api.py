@@ -35,6 +35,18 @@ __all__ = ["Policy", "PolicyError", "OracleError", "Decision", "View", "JobView"
            "as_policy", "is_oracle", "policy_inputs"]
 
 NS = 1_000_000_000
+#: A round-based policy's ``round_s`` bounds, seconds: a 1 ms round over a month-long trace
+#: is already ~10^9 rounds; shorter ones never finish, longer ones are never reached.
+MIN_ROUND_S, MAX_ROUND_S = 1e-3, 1e9
+
+
+def check_round(value, name: str = "round_s") -> float:
+    """``value`` as seconds in [:data:`MIN_ROUND_S`, :data:`MAX_ROUND_S`], or a ParameterError
+    naming ``name`` (a policy's constructor checks its round with it)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (ok and math.isfinite(value) and MIN_ROUND_S <= value <= MAX_ROUND_S):
+        raise ParameterError(name, f"must be seconds in [{MIN_ROUND_S:g}, {MAX_ROUND_S:g}], got {excerpt(value)}")
+    return float(value)
 
 
 class PolicyError(ParameterError):

@@ -13,7 +13,7 @@ import numpy as np
 
 from magnum_lib.base.validate import ParameterError, excerpt
 from magnum_lib.replay import placement as _placement
-from magnum_lib.replay.api import JobView, PolicyError, View, normalize, policy_inputs
+from magnum_lib.replay.api import MAX_ROUND_S, MIN_ROUND_S, JobView, PolicyError, View, normalize, policy_inputs
 from magnum_lib.replay.cpulimit import CpuLimit as _CpuLimit
 from magnum_lib.replay.cpulimit import cpu_limit as _cpu_limit  # POSIX timer, or a watchdog thread
 
@@ -189,10 +189,11 @@ def check_fits(jobs, cluster):
 
 
 def check_round_s(name, round_s) -> float:
-    """A policy's ``round_s``: a number of seconds in [1e-3, 1e9] (PolicyError naming the policy)."""
+    """A policy's ``round_s``: seconds in [MIN_ROUND_S, MAX_ROUND_S] (PolicyError naming the policy)."""
     ok = isinstance(round_s, (int, float, np.integer, np.floating)) and not isinstance(round_s, bool)
-    if not (ok and math.isfinite(round_s) and 1e-3 <= round_s <= 1e9):
-        raise PolicyError(name, f"round_s must be None or seconds in [0.001, 1e9], got {excerpt(round_s)}")
+    if not (ok and math.isfinite(round_s) and MIN_ROUND_S <= round_s <= MAX_ROUND_S):
+        raise PolicyError(name, f"round_s must be None or seconds in [{MIN_ROUND_S:g}, {MAX_ROUND_S:g}], "
+                                f"got {excerpt(round_s)}")
     return float(round_s)
 
 

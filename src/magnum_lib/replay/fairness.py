@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnum_lib.base.validate import ParameterError, check_positive
-from magnum_lib.replay.api import Policy
+from magnum_lib.base.validate import ParameterError
+from magnum_lib.replay.api import Policy, check_round
 from magnum_lib.replay.policies import _give_in_order
 
 __all__ = ["GavelMaxMin", "FinishTimeFairness", "maxmin_allocation", "maxmin_waterfill"]
@@ -164,7 +164,7 @@ class GavelMaxMin(Policy):
 
     def __init__(self, aware: bool = True, round_s: float = 360.0):
         self.aware = bool(aware)
-        self.round_s = check_positive("round_s", round_s)
+        self.round_s = check_round(round_s)
         self.name = "gavel" if self.aware else "gavel-blind"
 
     def reset(self, jobs, cluster):
@@ -229,7 +229,7 @@ class FinishTimeFairness(Policy):
     oracle = True       # its rho estimate uses the remaining run time
 
     def __init__(self, round_s: float = 360.0):
-        self.round_s = check_positive("round_s", round_s)
+        self.round_s = check_round(round_s)
 
     def schedule(self, view):
         active = view.running + view.queue

@@ -91,7 +91,7 @@ import random
 import numpy as np
 
 from magnum_lib.base.validate import ParameterError, check_choice, check_positive
-from magnum_lib.replay.api import Policy
+from magnum_lib.replay.api import Policy, check_round
 
 __all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]
 
@@ -132,7 +132,7 @@ class GavelRounds(Policy):
                  steps_per_s=None, lp=None, solver: str = "auto"):
         self.allocation = check_choice("allocation", allocation, ("fifo", "maxmin", "maxmin-blind"))
         self.name = {"fifo": "gavel-fifo", "maxmin": "gavel-rounds", "maxmin-blind": "gavel-rounds-blind"}[allocation]
-        self.iteration_s = check_positive("round_s", round_s)
+        self.iteration_s = check_round(round_s)
         self.reset_s = check_positive("reset_interval_s", reset_interval_s)
         self.rate = None
         if steps_per_s is not None:

@@ -51,6 +51,19 @@ class ReplayJobs:
     name: str = ""
     info: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        # make_jobs checks everything; this catches the impossible values of a direct build.
+        n = np.shape(self.submit_ns)[0] if np.ndim(self.submit_ns) == 1 else -1
+        for name, lo, hi in (("submit_ns", 0, None), ("work_ns", 1, None), ("num_gpus", 1, None),
+                             ("gpu_milli", 1, 1000)):
+            a = np.asarray(getattr(self, name))
+            if a.ndim != 1 or a.shape[0] != n or a.dtype.kind not in "iu":
+                raise ParameterError(name, f"must be a 1-D integer array of {n} values (as submit_ns), "
+                                           f"got {a.dtype} of shape {a.shape}")
+            if a.size and (a.min() < lo or (hi is not None and a.max() > hi)):
+                bad = int(a.min()) if a.min() < lo else int(a.max())
+                raise ParameterError(name, f"must be in [{lo}, {hi if hi is not None else 'inf'}], got {bad}")
+
     def __len__(self) -> int:
         return int(self.submit_ns.size)
 
@@ -91,6 +104,11 @@ class ReplayJobs:
         j = self.subset(np.arange(len(self)))
         object.__setattr__(j, "submit_ns", self.submit_ns - self.submit_ns[0])
         return j
+
+
+#: The longest run time of a job on any GPU type (work / speed), seconds: about 32 years,
+#: so that submit + run time stays far inside the engine's int64 ns.
+MAX_WALL_S = 1e9
 
 
 def _int_array(name, values, n, minimum, maximum=None):
@@ -144,6 +162,12 @@ def make_jobs(submit_s, duration_s, num_gpus=1, *, gpu_milli=1000, speed=None, t
             raise ParameterError("speed", f"must be a (jobs x gpu types) array, got shape {sp.shape}")
         if not np.all(np.isfinite(sp)) or sp.min() < 0:
             raise ParameterError("speed", "must be finite and >= 0 (0 = cannot run on that type)")
+        # A tiny positive speed would overflow the engine's int64 ns (work / speed).
+        wall = np.divide(dur[:, None], sp, out=np.zeros_like(sp), where=sp > 0)
+        if sp.size and wall.max() > MAX_WALL_S:
+            j, t = np.unravel_index(int(np.argmax(wall)), wall.shape)
+            raise ParameterError("speed", f"gives job {j} a run time of {wall[j, t]:.3g} s on type {t}; at most "
+                                          f"{MAX_WALL_S:.0e} s (raise the speed or use 0: cannot run there)")
     mask = None if type_mask is None else _int_array("type_mask", type_mask, n, 0)
 
     def codes(label, values):

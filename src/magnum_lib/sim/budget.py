@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, replace
 
 from magnum_lib.base.validate import ParameterError
-from magnum_lib.sim.config import SimConfig
+from magnum_lib.sim.config import SimConfig, check_backend
 
 __all__ = ["RunEstimate", "estimate", "check_budget", "DEFAULT_MAX_MEMORY", "DEFAULT_MAX_WALL_S"]
 
@@ -86,6 +86,7 @@ def estimate(cfg: SimConfig, backend: str | None = None) -> RunEstimate:
     """Estimate ``cfg``'s memory and wall time from its knobs (nothing of the run is built)."""
     from magnum_lib import _backend
 
+    check_backend(backend)
     python = backend == "python" or (backend is None and _backend.backend() != "compiled")
     slow = PYTHON_SLOWDOWN if python else 1.0
     n = cfg.cells_per_region * cfg.nodes_per_cell

@@ -28,7 +28,33 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from magnum_lib.base.validate import ParameterError, excerpt
 
 __all__ = ["RequestClass", "DEFAULT_CLASSES", "SimConfig", "CLUSTERS", "PRESETS", "EVOLUTION",
-           "make_config", "check_config"]
+           "make_config", "check_config", "check_backend", "BACKENDS"]
+
+#: The backends :func:`~magnum_lib.sim.run.simulate` accepts (None: the active one).
+BACKENDS = ("compiled", "python")
+
+
+def check_backend(backend: object) -> str | None:
+    """Return ``backend`` if it is None or one of :data:`BACKENDS`, else raise ParameterError."""
+    if backend is not None and (not isinstance(backend, str) or backend not in BACKENDS):
+        raise ParameterError("backend", f"must be one of {', '.join(BACKENDS)} or None (the active one), "
+                                        f"got {excerpt(backend)}")
+    return backend
+
+
+def _class_error(cls_name: str, field_name: str, detail: str) -> ParameterError:
+    return ParameterError(field_name, f"{detail} (request class {cls_name!r})")
+
+
+def _real(cls_name: str, field_name: str, value: object, lo: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < lo:
+        raise _class_error(cls_name, field_name, f"must be a finite number >= {lo:g}, got {excerpt(value)}")
+    return float(value)
+
+
+#: The largest class priority (priorities are >= 1, higher = more urgent, as the planner's
+#: ``job_priority``; kept well inside the core's int64).
+MAX_PRIORITY = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -52,6 +78,22 @@ class RequestClass:
     types: tuple = ()
     setup_s: float = 0.0
     graph: str = ""  # its static graph: a shipped manifest name (graph.manifest); "" = none
+
+    def __post_init__(self):
+        # Checked here so a bad class fails where it is written, not as a ZeroDivisionError
+        # or OverflowError deep in the run.
+        for name in ("flops", "bytes_moved", "sla_s", "share", "setup_s", "efficiency"):
+            _real(self.name, name, getattr(self, name), 0.0)
+        if self.sla_s == 0:
+            raise _class_error(self.name, "sla_s", "must be > 0 seconds, got 0")
+        if self.flops == 0 and self.bytes_moved == 0:
+            raise _class_error(self.name, "flops", "and bytes_moved are both 0: a request must do some work")
+        if not 0 < self.efficiency <= 1:
+            raise _class_error(self.name, "efficiency", f"must be in (0, 1], got {self.efficiency!r}")
+        if isinstance(self.priority, bool) or not isinstance(self.priority, numbers.Integral) \
+                or not 1 <= self.priority <= MAX_PRIORITY:
+            raise _class_error(self.name, "priority",
+                               f"must be an integer in [1, {MAX_PRIORITY}], got {excerpt(self.priority)}")
 
 
 #: Four request classes (ours): sized so that the ``region`` preset at load 0.8 offers
@@ -261,6 +303,9 @@ def check_config(cfg: SimConfig) -> SimConfig:
         raise ParameterError("nodes_per_cell", f"gives {nodes} nodes per region; at most 2,000,000")
     if not cfg.classes:
         raise ParameterError("classes", "is empty; give at least one RequestClass")
+    for i, c in enumerate(cfg.classes):
+        if not isinstance(c, RequestClass):
+            raise ParameterError(f"classes[{i}]", f"must be a RequestClass, got {excerpt(c)}")
     total = sum(c.share for c in cfg.classes)
     if any(c.share < 0 for c in cfg.classes) or not math.isclose(total, 1.0, rel_tol=1e-6):
         raise ParameterError("classes", f"shares must be >= 0 and sum to 1, got sum {total!r}")

@@ -30,7 +30,7 @@ from magnum_lib.hardware import cost_matrix, default_catalog
 from magnum_lib.regional.hashing import hash_ring
 from magnum_lib.regional.validator_ref import checkpoint_s
 from magnum_lib.sim import contract, core_ref
-from magnum_lib.sim.config import SimConfig, check_config
+from magnum_lib.sim.config import SimConfig, check_backend, check_config
 from magnum_lib.sim.pages import on_small_pages
 
 __all__ = ["core_module", "build_region", "run_region", "advance_region", "RegionRun", "RegionLayout",
@@ -42,7 +42,7 @@ _SCOPE_ALL = -1
 def core_module(backend: str | None = None):
     """The core for ``backend`` ("compiled", "python") or the active one."""
     import importlib
-    if backend == "python":
+    if check_backend(backend) == "python":
         return core_ref
     if backend == "compiled":
         return importlib.import_module("magnum_lib.sim._core")
