@@ -426,27 +426,13 @@ cdef inline void put_entry(RoundsState* s, Py_ssize_t pos, int64_t j, Py_ssize_t
     s.ent_a[pos] = a
 
 
-cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
-    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
-
-    Ranks by a merge: between resets a job's priority changes relative to the others only
-    when it ran (all share the factor ``ran_all``), so the last ranking, minus the jobs that
-    ran or arrived since, is nearly in order. Entries are taken in that order while they
-    stay in order (checked with :func:`before`: whatever rounding does, an entry out of
-    order goes with the rest), the rest are sorted, and the two are merged. ``before`` is
-    a strict total order, so the result is the sort's whatever the start. Returns its length.
-
-    Most kept entries (97% on Philly under max-min) have the allocation and time run of the
-    kept entry before them: the same inputs give the same priority, and the other keys
-    (deficit, allocation, job) have not changed since the last ranking put the two in
-    order, so such an entry copies the priority and needs no check."""
-    cdef Py_ssize_t n = s.n, i, k, nk = 0, no = 0, base = n, a, b, o
+cdef inline void _rank_kept(RoundsState* s, Py_ssize_t t, Py_ssize_t base, Py_ssize_t* nk_out,
+                            Py_ssize_t* no_out) noexcept nogil:
+    """Rank step 1: the last ranking's entries kept in order (``nk``), the rest from ``base`` on (``no``)."""
+    cdef Py_ssize_t i, nk = 0, no = 0
     cdef int64_t j, TT = s.T
-    cdef int64_t* last = s.ord + t * n
+    cdef int64_t* last = s.ord + t * s.n
     cdef double aj, rj, pa = -1.0, pr = -1.0
-    if s.rerank:                                   # after a reset: every job anew
-        s.nord[t] = 0
-        s.ord_upto[t] = 0
     for i in range(s.nord[t]):                     # the last ranking, in order while it stays so
         j = last[i]
         if not s.act_flag[j]:
@@ -475,7 +461,14 @@ cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
             nk += 1
             pa = aj
             pr = rj
-    k = s.na
+    nk_out[0] = nk
+    no_out[0] = no
+
+
+cdef inline Py_ssize_t _rank_arrivals(RoundsState* s, Py_ssize_t t, Py_ssize_t base, Py_ssize_t no) noexcept nogil:
+    """Rank step 2: the jobs that arrived since the last ranking join the rest; its new length."""
+    cdef Py_ssize_t i, k = s.na
+    cdef int64_t j
     while k > 0 and s.active[k - 1] >= s.ord_upto[t]:
         k -= 1
     for i in range(k, s.na):                       # arrivals since: with the rest
@@ -486,8 +479,15 @@ cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
         if s.fifo and s.ent_p[base + no] <= 0.0:
             continue                               # FIFO takes only jobs with priority > 0
         no += 1                                    # (both fixed from one reset to the next)
+    return no
+
+
+cdef inline Py_ssize_t _rank_merge(RoundsState* s, Py_ssize_t t, Py_ssize_t base, Py_ssize_t nk,
+                                   Py_ssize_t no) noexcept nogil:
+    """Rank step 3: sort the rest, merge it with the kept entries into s.idx2, store the ranking."""
+    cdef Py_ssize_t a = 0, b = base, o = 0, k     # merge: positions into s.idx2
+    cdef int64_t* last = s.ord + t * s.n
     sort_entries(s, base, no)
-    a, b, o = 0, base, 0                           # merge: positions into s.idx2
     while a < nk and b < base + no:
         if before(s, s.idx[b], a):
             s.idx2[o] = s.idx[b]
@@ -509,6 +509,29 @@ cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
     s.nord[t] = o
     s.ord_upto[t] = s.known_upto
     return o
+
+
+cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
+    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
+
+    Ranks by a merge: between resets a job's priority changes relative to the others only
+    when it ran (all share the factor ``ran_all``), so the last ranking, minus the jobs that
+    ran or arrived since, is nearly in order. Entries are taken in that order while they
+    stay in order (checked with :func:`before`: whatever rounding does, an entry out of
+    order goes with the rest), the rest are sorted, and the two are merged. ``before`` is
+    a strict total order, so the result is the sort's whatever the start. Returns its length.
+
+    Most kept entries (97% on Philly under max-min) have the allocation and time run of the
+    kept entry before them: the same inputs give the same priority, and the other keys
+    (deficit, allocation, job) have not changed since the last ranking put the two in
+    order, so such an entry copies the priority and needs no check."""
+    cdef Py_ssize_t nk, no
+    if s.rerank:                                   # after a reset: every job anew
+        s.nord[t] = 0
+        s.ord_upto[t] = 0
+    _rank_kept(s, t, s.n, &nk, &no)
+    no = _rank_arrivals(s, t, s.n, no)
+    return _rank_merge(s, t, s.n, nk, no)
 
 
 cdef int choose(RoundsState* s, double T) noexcept nogil:
@@ -573,44 +596,36 @@ cdef int choose(RoundsState* s, double T) noexcept nogil:
     return 0
 
 
-cdef int schedule(RoundsState* s) noexcept nogil:
-    """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
-    cdef int64_t now = s.now, j, t, length, rem, r_end, worst
-    cdef Py_ssize_t k, nr
-    cdef double T, run, r, full, steps, sp
-    cdef int64_t TT = s.T
-    cdef bint any_runs, lag
-    s.ndpre = 0
-    s.ndstart = 0
-    s.wake = -1
-    if s.round_set and now < s.round_end:
-        # Mid-round: a job whose micro-task is over (not its work) pauses until the round ends.
-        for k in range(s.nrun):
-            j = s.running[k]
-            if s.in_round[j] and s.rj_end[j] <= now and not s.is_last[j]:
-                s.dpre[s.ndpre] = j
-                s.ndpre += 1
-        wake_round(s)
-        return 0
-    lag = False
-    worst = 0
+cdef inline void _pause_done_tasks(RoundsState* s) noexcept nogil:
+    """Mid-round: a job whose micro-task is over (not its work) pauses until the round ends."""
+    cdef Py_ssize_t k
+    cdef int64_t j
+    for k in range(s.nrun):
+        j = s.running[k]
+        if s.in_round[j] and s.rj_end[j] <= s.now and not s.is_last[j]:
+            s.dpre[s.ndpre] = j
+            s.ndpre += 1
+
+
+cdef inline int64_t _lag_left(RoundsState* s) noexcept nogil:
+    """The most work left (ns) on a job done in Gavel's steps but still running; -1 if none."""
+    cdef Py_ssize_t k
+    cdef int64_t j, rem, worst = -1
     for k in range(s.nround):
         j = s.rlist[k]
         if s.is_last[j] and s.status[j] == 2:
-            lag = True
             rem = s.rem[j] if s.rem[j] > 0 else 0
             if rem > worst:
                 worst = rem
-    if lag:
-        # Done in Gavel's steps with a few ns left on our clock: its finish ends the round.
-        if worst > LAG_NS:
-            s.err = E_LAG
-            return -1
-        s.round_end = now
-        s.round_set = True
-        return 0
-    T = to_s(s, now)
-    if s.nround:                                   # the round that ends now: Gavel's accounting
+    return worst
+
+
+cdef inline double _close_round(RoundsState* s, double T) noexcept nogil:
+    """Schedule step 1: Gavel's accounting of the round that ends now; the scheduling time (s)."""
+    cdef Py_ssize_t k, nr
+    cdef int64_t j, t, TT = s.T
+    cdef double run
+    if s.nround:
         T = s.rs_end[s.rlist[0]]
         for k in range(1, s.nround):
             if s.rs_end[s.rlist[k]] > T:
@@ -649,6 +664,12 @@ cdef int schedule(RoundsState* s) noexcept nogil:
         s.is_last[j] = 0
     s.nround = 0
     s.round_set = False
+    return T
+
+
+cdef inline void _admit_known(RoundsState* s) noexcept nogil:
+    """Schedule step 2: the jobs submitted up to now become active, with fresh accounting."""
+    cdef int64_t j, t, TT = s.T
     while s.known_upto < s.n and s.status[s.known_upto] != 0:   # arrivals up to now
         j = s.known_upto
         s.active[s.na] = j
@@ -659,16 +680,28 @@ cdef int schedule(RoundsState* s) noexcept nogil:
             s.deficit[j * TT + t] = 0.0
         s.need_update = True
         s.known_upto += 1
+
+
+cdef inline int _choose_round(RoundsState* s, double T) noexcept nogil:
+    """Schedule step 3: Gavel's choice of jobs, again after a forced reset if nothing runs."""
+    cdef Py_ssize_t k
+    cdef bint any_runs = False
     if choose(s, T) < 0:
         return -1
-    any_runs = False
     for k in range(s.nchosen):
         if s.cr[k]:
             any_runs = True
-    if not any_runs and s.na and now >= s.last_submit:
+    if not any_runs and s.na and s.now >= s.last_submit:
         s.last_reset = 0.0                         # Gavel forces a reset on an idle, drained queue
         if choose(s, T) < 0:
             return -1
+    return 0
+
+
+cdef inline void _plan_preempts(RoundsState* s) noexcept nogil:
+    """Schedule step 4: preempt every running job not chosen on its current type."""
+    cdef Py_ssize_t k
+    cdef int64_t j
     for k in range(s.nchosen):
         if s.cr[k]:
             s.run_type[s.cj[k]] = s.ct[k]
@@ -678,6 +711,13 @@ cdef int schedule(RoundsState* s) noexcept nogil:
             s.dpre[s.ndpre] = j
             s.ndpre += 1
             s.free_t[s.jtype[j]] += s.gpus[j]      # (the plan's free GPUs; apply redoes it)
+
+
+cdef inline int _plan_starts(RoundsState* s, double T) noexcept nogil:
+    """Schedule step 5: start the chosen jobs not running there; each one's steps and end this round."""
+    cdef Py_ssize_t k
+    cdef int64_t j, t, length, rem, now = s.now, TT = s.T
+    cdef double r, full, steps, sp
     for k in range(s.nchosen):
         if not s.cr[k]:
             continue
@@ -709,7 +749,14 @@ cdef int schedule(RoundsState* s) noexcept nogil:
         s.in_round[j] = 1
         s.rlist[s.nround] = j
         s.nround += 1
-    for k in range(s.ndpre):                       # undo the plan's bookkeeping (apply does it)
+    return 0
+
+
+cdef inline void _plan_end(RoundsState* s) noexcept nogil:
+    """Schedule step 6: undo the plan's GPU bookkeeping (apply redoes it); set the round's end."""
+    cdef Py_ssize_t k
+    cdef int64_t r_end
+    for k in range(s.ndpre):
         s.free_t[s.jtype[s.dpre[k]]] -= s.gpus[s.dpre[k]]
     for k in range(s.ndstart):
         s.free_t[s.dstype[k]] += s.gpus[s.dstart[k]]
@@ -723,6 +770,36 @@ cdef int schedule(RoundsState* s) noexcept nogil:
         s.round_end = r_end
         s.round_set = True
         wake_round(s)
+
+
+cdef int schedule(RoundsState* s) noexcept nogil:
+    """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
+    cdef int64_t worst
+    cdef double T
+    s.ndpre = 0
+    s.ndstart = 0
+    s.wake = -1
+    if s.round_set and s.now < s.round_end:
+        _pause_done_tasks(s)
+        wake_round(s)
+        return 0
+    worst = _lag_left(s)
+    if worst >= 0:
+        # Done in Gavel's steps with a few ns left on our clock: its finish ends the round.
+        if worst > LAG_NS:
+            s.err = E_LAG
+            return -1
+        s.round_end = s.now
+        s.round_set = True
+        return 0
+    T = _close_round(s, to_s(s, s.now))
+    _admit_known(s)
+    if _choose_round(s, T) < 0:
+        return -1
+    _plan_preempts(s)
+    if _plan_starts(s, T) < 0:
+        return -1
+    _plan_end(s)
     return 0
 
 
