@@ -27,7 +27,6 @@ ALLOWED = {
     "gossip/dissemination.py:simulate": 96,
     "sim/core_ref.py:Core._lease_decide": 84,
     "replay/_fastloop.pyx:run_fast": 129,
-    "replay/_fill.pyx:_core": 90,
     "replay/_gavel_rounds.pyx:run_gavel_rounds": 202,
     "sim/_core.pyx:Core._lease_decide": 88,
 }
