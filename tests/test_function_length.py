@@ -26,7 +26,6 @@ ALLOWED = {
     "node/dispatcher_ref.py:run_dispatch": 121,
     "gossip/dissemination.py:simulate": 96,
     "sim/core_ref.py:Core._lease_decide": 84,
-    "replay/_gavel_rounds.pyx:run_gavel_rounds": 202,
     "sim/_core.pyx:Core._lease_decide": 88,
 }
 
