@@ -25,13 +25,7 @@ ALLOWED = {
     "node/balance_ref.py:simulate_supermarket": 157,
     "node/dispatcher_ref.py:run_dispatch": 121,
     "gossip/dissemination.py:simulate": 96,
-    "replay/event_loop.py:run": 86,
     "sim/core_ref.py:Core._lease_decide": 84,
-    "replay/_fastloop.pyx:run_fast": 129,
-    "replay/_fill.pyx:_core": 90,
-    "replay/_gavel_rounds.pyx:rank_list": 83,
-    "replay/_gavel_rounds.pyx:schedule": 151,
-    "replay/_gavel_rounds.pyx:run_gavel_rounds": 202,
     "sim/_core.pyx:Core._lease_decide": 88,
 }
 

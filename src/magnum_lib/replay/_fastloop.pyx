@@ -465,22 +465,27 @@ cdef int loop(Ctx* c) noexcept nogil:
     return 0
 
 
-def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
-    """Replay on ``total_gpus`` pooled GPUs under the built-in policy ``spec``.
+KINDS = {"fifo-strict": K_STRICT, "fifo-skip": K_SKIP, "sjf": K_SJF, "srtf": K_SRTF, "las": K_LAS}
 
-    ``spec``: ``("fifo-strict",)``, ``("fifo-skip",)``, ``("sjf",)``, ``("sjf", by,
-    preemptive)`` (by: "duration", "gpus", "gpu_time"), ``("srtf",)``, ``("srtf", by)`` (by:
-    "time", "gpu_time") or ``("las", thresholds_ns, promote_knob)``. Returns the dict of
-    :func:`magnum_lib.replay.event_loop.run`.
-    """
-    kinds = {"fifo-strict": K_STRICT, "fifo-skip": K_SKIP, "sjf": K_SJF, "srtf": K_SRTF, "las": K_LAS}
-    if spec[0] not in kinds:
-        raise ValueError(f"no fast path for policy {spec[0]!r}")
-    cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
-    cdef const int64_t[::1] wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
-    cdef const int64_t[::1] gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
+
+def _spec_codes(spec, const int64_t[::1] wrk, const int64_t[::1] gp):
+    """Setup step 1: the policy ``spec`` as the loop's codes (kind, by, sjf_pre, LAS limits, knob, tjump)."""
+    by_codes = {"duration": 0, "time": 0, "gpus": 1, "gpu_time": 2}
+    by = by_codes.get(spec[1], -1) if spec[0] in ("sjf", "srtf") and len(spec) > 1 else 0
+    if by < 0 or (spec[0] == "srtf" and by == 1):
+        raise ValueError(f"no fast path for {spec[0]} by {spec[1]!r}")
+    if by == 2 and wrk.shape[0] and int(np.max(wrk)) * int(np.max(gp)) >= (1 << 62):
+        raise ValueError("work_ns x num_gpus overflows the compiled loop's int64 keys; "
+                         "use backend='python' (exact integers)")
+    lim_np = np.asarray(spec[1] if spec[0] == "las" else (), dtype=np.int64)
+    return dict(kind=KINDS[spec[0]], by=by, sjf_pre=spec[0] == "sjf" and len(spec) > 2 and bool(spec[2]),
+                lim=lim_np, knob=float(spec[2]) if spec[0] == "las" else 0.0,
+                tjump=bool(spec[3]) if spec[0] == "las" and len(spec) > 3 else False)
+
+
+def _check_jobs(const int64_t[::1] sub, const int64_t[::1] wrk, const int64_t[::1] gp, int64_t total):
+    """Setup step 2: refuse job arrays the loop cannot replay (lengths, GPU counts, order, work)."""
     cdef Py_ssize_t n = sub.shape[0]
-    cdef int64_t total = int(total_gpus)
     if wrk.shape[0] != n or gp.shape[0] != n:
         raise ValueError("submit_ns, work_ns and num_gpus must have the same length")
     if n and (np.min(gp) < 1 or np.max(gp) > total):
@@ -489,86 +494,107 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
         raise ValueError("submit_ns must be sorted")
     if n and np.min(wrk) < 1:
         raise ValueError("work_ns must be >= 1")
-    by_codes = {"duration": 0, "time": 0, "gpus": 1, "gpu_time": 2}
-    by = by_codes.get(spec[1], -1) if spec[0] in ("sjf", "srtf") and len(spec) > 1 else 0
-    if by < 0 or (spec[0] == "srtf" and by == 1):
-        raise ValueError(f"no fast path for {spec[0]} by {spec[1]!r}")
-    if by == 2 and n and int(np.max(wrk)) * int(np.max(gp)) >= (1 << 62):
-        raise ValueError("work_ns x num_gpus overflows the compiled loop's int64 keys; "
-                         "use backend='python' (exact integers)")
-    lim_np = np.asarray(spec[1] if spec[0] == "las" else (), dtype=np.int64)
-    cdef const int64_t[::1] lim = np.ascontiguousarray(lim_np) if lim_np.size else np.zeros(1, np.int64)
-    start = np.full(n, -1, np.int64)
-    finish = np.full(n, -1, np.int64)
-    pre = np.zeros(n, np.int64)
-    status = np.zeros(n, np.int8)
-    rem = np.array(wrk, dtype=np.int64)
-    z = [np.zeros(n, np.int64) for _ in range(8)]
+
+
+cdef int64_t* _i64(list keep, a):
+    """Keep the int64 array ``a`` alive in ``keep``; its data pointer."""
+    cdef int64_t[::1] v = a
+    keep.append(a)
+    return &v[0]
+
+
+cdef signed char* _i8(list keep, a):
+    """Keep the int8 array ``a`` alive in ``keep``; its data pointer."""
+    cdef signed char[::1] v = a
+    keep.append(a)
+    return &v[0]
+
+
+cdef list _ctx_arrays(Ctx* c, dict out, const int64_t[::1] gp, Py_ssize_t n, int64_t total):
+    """Setup step 3: the per-job, bucket and scratch arrays of ``c`` (kept alive in the list returned)."""
+    cdef list keep = []
     sizes, bucket_of = np.unique(np.asarray(gp), return_inverse=True)
-    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
-    bucket_of = np.ascontiguousarray(bucket_of, dtype=np.int64)
-    starv_flag = np.zeros(n, np.int8)
-    scratch = np.zeros(total + n + 1, np.int64)
-    scratch2 = np.zeros(total + n + 1, np.int64)
-    starv = np.zeros(n + 1, np.int64)
-    run = np.zeros(total + 1, np.int64)
-    cdef int64_t[::1] v_start = start, v_finish = finish, v_pre = pre, v_rem = rem
-    cdef signed char[::1] v_status = status, v_sf = starv_flag
-    cdef int64_t[::1] v_ovh = z[0], v_att = z[1], v_key = z[2], v_q = z[3], v_seq = z[4]
-    cdef int64_t[::1] v_base = z[5], v_starve = z[6], v_bo = bucket_of, v_bs = sizes
-    cdef int64_t[::1] v_tmp = scratch, v_tmp2 = scratch2, v_starv = starv, v_run = run
-    cdef Ctx c
-    cdef Py_ssize_t b
-    cdef int rc
-    c.n = n
-    c.kind = kinds[spec[0]]
-    c.by = by
-    c.sjf_pre = spec[0] == "sjf" and len(spec) > 2 and bool(spec[2])
-    c.total = total
-    c.restore = int(restore_ns)
-    c.submit = &sub[0] if n else NULL
-    c.work = &wrk[0] if n else NULL
-    c.gpus = &gp[0] if n else NULL
-    if n == 0:
-        return dict(first_start=start, finish=finish, preemptions=pre, held=z[1],
-                    util_t=np.zeros(0, np.int64), util_busy=np.zeros(0))
-    c.start, c.finish, c.preempts = &v_start[0], &v_finish[0], &v_pre[0]
-    c.status, c.rem, c.ovh, c.att = &v_status[0], &v_rem[0], &v_ovh[0], &v_att[0]
-    c.key, c.bucket_of = &v_key[0], &v_bo[0]
-    c.nlim = lim_np.size
-    c.lim = &lim[0]
-    c.knob = float(spec[2]) if spec[0] == "las" else 0.0
-    c.q, c.seq, c.base, c.starve, c.in_starv = &v_q[0], &v_seq[0], &v_base[0], &v_starve[0], &v_sf[0]
-    c.counter = 0
-    c.front = 0
-    c.reordered = False
-    c.tjump = bool(spec[3]) if spec[0] == "las" and len(spec) > 3 else False
-    dem_t = np.full(n, -1, np.int64)
-    cdef int64_t[::1] v_dem = dem_t
-    c.dem_t = &v_dem[0]
-    heap_init(&c.dem, 64)
+    c.start, c.finish = _i64(keep, out["first_start"]), _i64(keep, out["finish"])
+    c.preempts, c.att = _i64(keep, out["preemptions"]), _i64(keep, out["held"])
+    c.rem = _i64(keep, out.pop("rem"))
+    c.status, c.in_starv = _i8(keep, np.zeros(n, np.int8)), _i8(keep, np.zeros(n, np.int8))
+    c.ovh, c.key = _i64(keep, np.zeros(n, np.int64)), _i64(keep, np.zeros(n, np.int64))
+    c.q, c.seq = _i64(keep, np.zeros(n, np.int64)), _i64(keep, np.zeros(n, np.int64))
+    c.base, c.starve = _i64(keep, np.zeros(n, np.int64)), _i64(keep, np.zeros(n, np.int64))
+    c.dem_t = _i64(keep, np.full(n, -1, np.int64))
+    c.bucket_of = _i64(keep, np.ascontiguousarray(bucket_of, dtype=np.int64))
     c.nb = sizes.size
-    c.bsize = &v_bs[0]
-    c.run, c.nrun = &v_run[0], 0
-    c.tmp, c.tmp2, c.starv, c.nstarv = &v_tmp[0], &v_tmp2[0], &v_starv[0], 0
-    c.ucap = 1024
-    c.nu = 0
+    c.bsize = _i64(keep, np.ascontiguousarray(sizes, dtype=np.int64))
+    c.run, c.nrun = _i64(keep, np.zeros(total + 1, np.int64)), 0
+    c.tmp, c.tmp2 = _i64(keep, np.zeros(total + n + 1, np.int64)), _i64(keep, np.zeros(total + n + 1, np.int64))
+    c.starv, c.nstarv = _i64(keep, np.zeros(n + 1, np.int64)), 0
+    return keep
+
+
+cdef bint _ctx_alloc(Ctx* c) noexcept nogil:
+    """Setup step 4: the heaps and the utilization timeline (malloc); False if memory ran out."""
+    cdef Py_ssize_t b
+    cdef bint ok
+    heap_init(&c.dem, 64)
+    c.ucap, c.nu = 1024, 0
     c.ut = <int64_t*> malloc(c.ucap * sizeof(int64_t))
     c.ub = <double*> malloc(c.ucap * sizeof(double))
     c.heaps = <Heap*> malloc(c.nb * sizeof(Heap))
-    if c.ut == NULL or c.ub == NULL or c.heaps == NULL:
-        free(c.ut)
-        free(c.ub)
-        free(c.heaps)
-        no_memory("replay")
-    for b in range(c.nb):
-        heap_init(&c.heaps[b], 64)
-    try:
-        if c.dem.data == NULL:
-            no_memory("replay")
+    ok = c.ut != NULL and c.ub != NULL and c.heaps != NULL and c.dem.data != NULL
+    if c.heaps != NULL:
         for b in range(c.nb):
-            if c.heaps[b].data == NULL:
-                no_memory("replay")
+            heap_init(&c.heaps[b], 64)
+            ok = ok and c.heaps[b].data != NULL
+    return ok
+
+
+cdef void _ctx_free(Ctx* c) noexcept nogil:
+    """Teardown: free what :func:`_ctx_alloc` took."""
+    cdef Py_ssize_t b
+    if c.heaps != NULL:
+        for b in range(c.nb):
+            free(c.heaps[b].data)
+    free(c.heaps)
+    free(c.dem.data)
+    free(c.ut)
+    free(c.ub)
+
+
+def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
+    """Replay on ``total_gpus`` pooled GPUs under the built-in policy ``spec``.
+
+    ``spec``: ``("fifo-strict",)``, ``("fifo-skip",)``, ``("sjf",)``, ``("sjf", by,
+    preemptive)`` (by: "duration", "gpus", "gpu_time"), ``("srtf",)``, ``("srtf", by)`` (by:
+    "time", "gpu_time") or ``("las", thresholds_ns, promote_knob)``. Returns the dict of
+    :func:`magnum_lib.replay.event_loop.run`.
+    """
+    cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
+    cdef const int64_t[::1] wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
+    cdef const int64_t[::1] gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
+    cdef Py_ssize_t n = sub.shape[0]
+    cdef int64_t total = int(total_gpus)
+    if spec[0] not in KINDS:
+        raise ValueError(f"no fast path for policy {spec[0]!r}")
+    _check_jobs(sub, wrk, gp, total)
+    codes = _spec_codes(spec, wrk, gp)
+    out = dict(first_start=np.full(n, -1, np.int64), finish=np.full(n, -1, np.int64),
+               preemptions=np.zeros(n, np.int64), held=np.zeros(n, np.int64))
+    if n == 0:
+        return dict(out, util_t=np.zeros(0, np.int64), util_busy=np.zeros(0))
+    lim_np = codes["lim"]
+    cdef const int64_t[::1] lim = np.ascontiguousarray(lim_np) if lim_np.size else np.zeros(1, np.int64)
+    cdef Ctx c
+    cdef int rc
+    c.n, c.total, c.restore = n, total, int(restore_ns)
+    c.kind, c.by, c.sjf_pre, c.tjump = codes["kind"], codes["by"], codes["sjf_pre"], codes["tjump"]
+    c.nlim, c.lim, c.knob = lim_np.size, &lim[0], codes["knob"]
+    c.submit, c.work, c.gpus = &sub[0], &wrk[0], &gp[0]
+    c.counter, c.front, c.reordered = 0, 0, False
+    out["rem"] = np.array(wrk, dtype=np.int64)
+    keep = _ctx_arrays(&c, out, gp, n, total)
+    try:
+        if not _ctx_alloc(&c):
+            no_memory("replay")
         with nogil:
             rc = loop(&c)
         if rc == -2:
@@ -578,11 +604,7 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
         ut = np.array(<int64_t[:c.nu]> c.ut, dtype=np.int64) if c.nu else np.zeros(0, np.int64)
         ub = np.array(<double[:c.nu]> c.ub, dtype=np.float64) if c.nu else np.zeros(0)
     finally:
-        for b in range(c.nb):
-            free(c.heaps[b].data)
-        free(c.heaps)
-        free(c.dem.data)
-        free(c.ut)
-        free(c.ub)
+        _ctx_free(&c)
+    del keep
     # held: ns each job held its GPUs (run time plus restores; ``att``, kept for every policy)
-    return dict(first_start=start, finish=finish, preemptions=pre, held=z[1], util_t=ut, util_busy=ub)
+    return dict(out, util_t=ut, util_busy=ub)

@@ -60,95 +60,133 @@ cdef Py_ssize_t _take_idle(long long[:, ::1] M, Py_ssize_t n, long long g, Py_ss
     return got
 
 
+cdef struct Pick:
+    Py_ssize_t node             # the chosen node so far (-1: none)
+    Py_ssize_t nslots           # how many of its slots (best_slots[0..nslots)) the pod takes
+    long long score             # fgd: fragmentation growth; best-fit: the node's free milli-GPUs
+
+
+cdef inline void _pick(Pick* p, Py_ssize_t n, long long score, Py_ssize_t nslots) noexcept nogil:
+    """Make node ``n`` (taking ``nslots`` slots, with ``score``) the pick so far."""
+    p.node, p.score, p.nslots = n, score, nslots
+
+
+cdef inline void _fgd_shared(long long[:, ::1] M, Py_ssize_t n, long long m, long long[::1] k,
+                             long long[::1] r, long long[::1] w, long long[::1] base, Pick* p,
+                             Py_ssize_t* best_slots) noexcept nogil:
+    """FGD, a fraction of a GPU: try every distinct fitting GPU of node ``n``."""
+    cdef Py_ssize_t s, q
+    cdef long long d
+    cdef bint dup
+    for s in range(M.shape[1]):
+        if M[n, s] < m:
+            continue
+        dup = False                # an equal GPU earlier on this node: same growth
+        for q in range(s):
+            if M[n, q] == M[n, s]:
+                dup = True
+                break
+        if dup:
+            continue
+        M[n, s] -= m
+        d = _row_frag(M, n, k, r, w) - base[n]
+        M[n, s] += m
+        if p.node < 0 or d < p.score:
+            _pick(p, n, d, 1)
+            best_slots[0] = s
+
+
+cdef inline void _best_fit_shared(long long[:, ::1] M, Py_ssize_t n, long long m, Pick* p,
+                                  Py_ssize_t* slots, Py_ssize_t* best_slots) noexcept nogil:
+    """Best-fit, a fraction of a GPU: the least free node, then its fullest fitting GPU."""
+    cdef Py_ssize_t s, got = 0
+    cdef long long free_n = 0
+    for s in range(M.shape[1]):
+        if M[n, s] > 0:
+            free_n += M[n, s]
+        if M[n, s] >= m and (got == 0 or M[n, s] < M[n, slots[0]]):
+            slots[0] = s
+            got = 1
+    if got and (p.node < 0 or free_n < p.score):
+        _pick(p, n, free_n, 1)
+        best_slots[0] = slots[0]
+
+
+cdef inline void _first_fit_shared(long long[:, ::1] M, Py_ssize_t n, long long m, Pick* p,
+                                   Py_ssize_t* best_slots) noexcept nogil:
+    """First-fit, a fraction of a GPU: the first fitting GPU of node ``n``."""
+    cdef Py_ssize_t s
+    for s in range(M.shape[1]):
+        if M[n, s] >= m:
+            _pick(p, n, p.score, 1)
+            best_slots[0] = s
+            break
+
+
+cdef inline void _whole(long long[:, ::1] M, Py_ssize_t n, long long g, long long[::1] k,
+                        long long[::1] r, long long[::1] w, int code, long long[::1] base, Pick* p,
+                        Py_ssize_t* slots, Py_ssize_t* best_slots) noexcept nogil:
+    """Whole GPUs: node ``n``'s first ``g`` idle GPUs, scored by the placement ``code``."""
+    cdef Py_ssize_t s, q, got = _take_idle(M, n, g, slots)
+    cdef long long d, free_n = 0
+    if got < g:
+        return
+    if code == 0:
+        for q in range(got):
+            M[n, slots[q]] = 0
+        d = _row_frag(M, n, k, r, w) - base[n]
+        for q in range(got):
+            M[n, slots[q]] = FULL
+        if not (p.node < 0 or d < p.score):
+            return
+        _pick(p, n, d, got)
+    elif code == 1:
+        for s in range(M.shape[1]):
+            if M[n, s] > 0:
+                free_n += M[n, s]
+        if not (p.node < 0 or free_n < p.score):
+            return
+        _pick(p, n, free_n, got)
+    else:
+        _pick(p, n, p.score, got)
+    for q in range(got):
+        best_slots[q] = slots[q]
+
+
 cdef void _core(long long[:, ::1] M, long long[::1] milli, long long[::1] gpus, long long[::1] mask,
                 long long[::1] node_type, long long[::1] k, long long[::1] r, long long[::1] w,
                 int code, long long[::1] base, long long[::1] node, long long[::1] frag,
                 Py_ssize_t* slots, Py_ssize_t* best_slots) noexcept nogil:
-    cdef Py_ssize_t N = M.shape[0], G = M.shape[1], j, n, s, q, bn, nb = 0, got
-    cdef long long m, g, d, best, total = 0, free_n, best_free
-    cdef bint dup
+    """Place each pod in turn on the node its placement ``code`` picks; its node and the total after."""
+    cdef Py_ssize_t N = M.shape[0], j, n, q
+    cdef long long m, total = 0
+    cdef Pick p
     for n in range(N):
         base[n] = _row_frag(M, n, k, r, w)
         total += base[n]
     for j in range(milli.shape[0]):
-        m, g = milli[j], gpus[j]
-        bn = -1
-        best = 0
-        best_free = 0
+        m = milli[j]
+        _pick(&p, -1, 0, 0)
         for n in range(N):
             if not _ok(mask[j], node_type[n]):
                 continue
-            if m < FULL and code == 0:         # fgd: every distinct fitting GPU of the node
-                for s in range(G):
-                    if M[n, s] < m:
-                        continue
-                    dup = False                # an equal GPU earlier on this node: same growth
-                    for q in range(s):
-                        if M[n, q] == M[n, s]:
-                            dup = True
-                            break
-                    if dup:
-                        continue
-                    M[n, s] -= m
-                    d = _row_frag(M, n, k, r, w) - base[n]
-                    M[n, s] += m
-                    if bn < 0 or d < best:
-                        bn, best, nb = n, d, 1
-                        best_slots[0] = s
-            elif m < FULL and code == 1:       # best-fit: least free node, then its fullest fitting GPU
-                got = 0
-                free_n = 0
-                for s in range(G):
-                    if M[n, s] > 0:
-                        free_n += M[n, s]
-                    if M[n, s] >= m and (got == 0 or M[n, s] < M[n, slots[0]]):
-                        slots[0] = s
-                        got = 1
-                if got and (bn < 0 or free_n < best_free):
-                    bn, best_free, nb = n, free_n, 1
-                    best_slots[0] = slots[0]
-            elif m < FULL:                     # first-fit: the first fitting GPU
-                for s in range(G):
-                    if M[n, s] >= m:
-                        bn, nb = n, 1
-                        best_slots[0] = s
-                        break
+            if m < FULL and code == 0:
+                _fgd_shared(M, n, m, k, r, w, base, &p, best_slots)
+            elif m < FULL and code == 1:
+                _best_fit_shared(M, n, m, &p, slots, best_slots)
+            elif m < FULL:
+                _first_fit_shared(M, n, m, &p, best_slots)
             else:
-                got = _take_idle(M, n, g, slots)
-                if got < g:
-                    continue
-                if code == 0:
-                    for q in range(got):
-                        M[n, slots[q]] = 0
-                    d = _row_frag(M, n, k, r, w) - base[n]
-                    for q in range(got):
-                        M[n, slots[q]] = FULL
-                    if bn < 0 or d < best:
-                        bn, best, nb = n, d, got
-                        for q in range(got):
-                            best_slots[q] = slots[q]
-                elif code == 1:
-                    free_n = 0
-                    for s in range(G):
-                        if M[n, s] > 0:
-                            free_n += M[n, s]
-                    if bn < 0 or free_n < best_free:
-                        bn, best_free, nb = n, free_n, got
-                        for q in range(got):
-                            best_slots[q] = slots[q]
-                else:
-                    bn, nb = n, got
-                    for q in range(got):
-                        best_slots[q] = slots[q]
-            if code == 2 and bn >= 0:
+                _whole(M, n, gpus[j], k, r, w, code, base, &p, slots, best_slots)
+            if code == 2 and p.node >= 0:
                 break
-        if bn >= 0:
-            for q in range(nb):
-                M[bn, best_slots[q]] -= m
-            total -= base[bn]
-            base[bn] = _row_frag(M, bn, k, r, w)
-            total += base[bn]
-        node[j] = bn
+        if p.node >= 0:                        # place the pod; the node's fragmentation anew
+            for q in range(p.nslots):
+                M[p.node, best_slots[q]] -= m
+            total -= base[p.node]
+            base[p.node] = _row_frag(M, p.node, k, r, w)
+            total += base[p.node]
+        node[j] = p.node
         frag[j] = total
 
 

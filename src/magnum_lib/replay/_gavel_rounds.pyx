@@ -22,7 +22,7 @@ calls it through ``gavel_rounds.run_compiled``).
 """
 from cpython.ref cimport PyObject
 from libc.math cimport ceil, rint, isfinite
-from libc.stdint cimport int64_t, int8_t, uint8_t
+from libc.stdint cimport int64_t, int8_t, uint8_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from magnum_lib.base._growth cimport grow_array, no_memory
@@ -426,27 +426,13 @@ cdef inline void put_entry(RoundsState* s, Py_ssize_t pos, int64_t j, Py_ssize_t
     s.ent_a[pos] = a
 
 
-cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
-    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
-
-    Ranks by a merge: between resets a job's priority changes relative to the others only
-    when it ran (all share the factor ``ran_all``), so the last ranking, minus the jobs that
-    ran or arrived since, is nearly in order. Entries are taken in that order while they
-    stay in order (checked with :func:`before`: whatever rounding does, an entry out of
-    order goes with the rest), the rest are sorted, and the two are merged. ``before`` is
-    a strict total order, so the result is the sort's whatever the start. Returns its length.
-
-    Most kept entries (97% on Philly under max-min) have the allocation and time run of the
-    kept entry before them: the same inputs give the same priority, and the other keys
-    (deficit, allocation, job) have not changed since the last ranking put the two in
-    order, so such an entry copies the priority and needs no check."""
-    cdef Py_ssize_t n = s.n, i, k, nk = 0, no = 0, base = n, a, b, o
+cdef inline void _rank_kept(RoundsState* s, Py_ssize_t t, Py_ssize_t base, Py_ssize_t* nk_out,
+                            Py_ssize_t* no_out) noexcept nogil:
+    """Rank step 1: the last ranking's entries kept in order (``nk``), the rest from ``base`` on (``no``)."""
+    cdef Py_ssize_t i, nk = 0, no = 0
     cdef int64_t j, TT = s.T
-    cdef int64_t* last = s.ord + t * n
+    cdef int64_t* last = s.ord + t * s.n
     cdef double aj, rj, pa = -1.0, pr = -1.0
-    if s.rerank:                                   # after a reset: every job anew
-        s.nord[t] = 0
-        s.ord_upto[t] = 0
     for i in range(s.nord[t]):                     # the last ranking, in order while it stays so
         j = last[i]
         if not s.act_flag[j]:
@@ -475,7 +461,14 @@ cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
             nk += 1
             pa = aj
             pr = rj
-    k = s.na
+    nk_out[0] = nk
+    no_out[0] = no
+
+
+cdef inline Py_ssize_t _rank_arrivals(RoundsState* s, Py_ssize_t t, Py_ssize_t base, Py_ssize_t no) noexcept nogil:
+    """Rank step 2: the jobs that arrived since the last ranking join the rest; its new length."""
+    cdef Py_ssize_t i, k = s.na
+    cdef int64_t j
     while k > 0 and s.active[k - 1] >= s.ord_upto[t]:
         k -= 1
     for i in range(k, s.na):                       # arrivals since: with the rest
@@ -486,8 +479,15 @@ cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
         if s.fifo and s.ent_p[base + no] <= 0.0:
             continue                               # FIFO takes only jobs with priority > 0
         no += 1                                    # (both fixed from one reset to the next)
+    return no
+
+
+cdef inline Py_ssize_t _rank_merge(RoundsState* s, Py_ssize_t t, Py_ssize_t base, Py_ssize_t nk,
+                                   Py_ssize_t no) noexcept nogil:
+    """Rank step 3: sort the rest, merge it with the kept entries into s.idx2, store the ranking."""
+    cdef Py_ssize_t a = 0, b = base, o = 0, k     # merge: positions into s.idx2
+    cdef int64_t* last = s.ord + t * s.n
     sort_entries(s, base, no)
-    a, b, o = 0, base, 0                           # merge: positions into s.idx2
     while a < nk and b < base + no:
         if before(s, s.idx[b], a):
             s.idx2[o] = s.idx[b]
@@ -509,6 +509,29 @@ cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
     s.nord[t] = o
     s.ord_upto[t] = s.known_upto
     return o
+
+
+cdef Py_ssize_t rank_list(RoundsState* s, Py_ssize_t t) noexcept nogil:
+    """Type t's list of (job, t) entries ranked (Gavel's sort), as positions in s.idx2[0..].
+
+    Ranks by a merge: between resets a job's priority changes relative to the others only
+    when it ran (all share the factor ``ran_all``), so the last ranking, minus the jobs that
+    ran or arrived since, is nearly in order. Entries are taken in that order while they
+    stay in order (checked with :func:`before`: whatever rounding does, an entry out of
+    order goes with the rest), the rest are sorted, and the two are merged. ``before`` is
+    a strict total order, so the result is the sort's whatever the start. Returns its length.
+
+    Most kept entries (97% on Philly under max-min) have the allocation and time run of the
+    kept entry before them: the same inputs give the same priority, and the other keys
+    (deficit, allocation, job) have not changed since the last ranking put the two in
+    order, so such an entry copies the priority and needs no check."""
+    cdef Py_ssize_t nk, no
+    if s.rerank:                                   # after a reset: every job anew
+        s.nord[t] = 0
+        s.ord_upto[t] = 0
+    _rank_kept(s, t, s.n, &nk, &no)
+    no = _rank_arrivals(s, t, s.n, no)
+    return _rank_merge(s, t, s.n, nk, no)
 
 
 cdef int choose(RoundsState* s, double T) noexcept nogil:
@@ -573,44 +596,36 @@ cdef int choose(RoundsState* s, double T) noexcept nogil:
     return 0
 
 
-cdef int schedule(RoundsState* s) noexcept nogil:
-    """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
-    cdef int64_t now = s.now, j, t, length, rem, r_end, worst
-    cdef Py_ssize_t k, nr
-    cdef double T, run, r, full, steps, sp
-    cdef int64_t TT = s.T
-    cdef bint any_runs, lag
-    s.ndpre = 0
-    s.ndstart = 0
-    s.wake = -1
-    if s.round_set and now < s.round_end:
-        # Mid-round: a job whose micro-task is over (not its work) pauses until the round ends.
-        for k in range(s.nrun):
-            j = s.running[k]
-            if s.in_round[j] and s.rj_end[j] <= now and not s.is_last[j]:
-                s.dpre[s.ndpre] = j
-                s.ndpre += 1
-        wake_round(s)
-        return 0
-    lag = False
-    worst = 0
+cdef inline void _pause_done_tasks(RoundsState* s) noexcept nogil:
+    """Mid-round: a job whose micro-task is over (not its work) pauses until the round ends."""
+    cdef Py_ssize_t k
+    cdef int64_t j
+    for k in range(s.nrun):
+        j = s.running[k]
+        if s.in_round[j] and s.rj_end[j] <= s.now and not s.is_last[j]:
+            s.dpre[s.ndpre] = j
+            s.ndpre += 1
+
+
+cdef inline int64_t _lag_left(RoundsState* s) noexcept nogil:
+    """The most work left (ns) on a job done in Gavel's steps but still running; -1 if none."""
+    cdef Py_ssize_t k
+    cdef int64_t j, rem, worst = -1
     for k in range(s.nround):
         j = s.rlist[k]
         if s.is_last[j] and s.status[j] == 2:
-            lag = True
             rem = s.rem[j] if s.rem[j] > 0 else 0
             if rem > worst:
                 worst = rem
-    if lag:
-        # Done in Gavel's steps with a few ns left on our clock: its finish ends the round.
-        if worst > LAG_NS:
-            s.err = E_LAG
-            return -1
-        s.round_end = now
-        s.round_set = True
-        return 0
-    T = to_s(s, now)
-    if s.nround:                                   # the round that ends now: Gavel's accounting
+    return worst
+
+
+cdef inline double _close_round(RoundsState* s, double T) noexcept nogil:
+    """Schedule step 1: Gavel's accounting of the round that ends now; the scheduling time (s)."""
+    cdef Py_ssize_t k, nr
+    cdef int64_t j, t, TT = s.T
+    cdef double run
+    if s.nround:
         T = s.rs_end[s.rlist[0]]
         for k in range(1, s.nround):
             if s.rs_end[s.rlist[k]] > T:
@@ -649,6 +664,12 @@ cdef int schedule(RoundsState* s) noexcept nogil:
         s.is_last[j] = 0
     s.nround = 0
     s.round_set = False
+    return T
+
+
+cdef inline void _admit_known(RoundsState* s) noexcept nogil:
+    """Schedule step 2: the jobs submitted up to now become active, with fresh accounting."""
+    cdef int64_t j, t, TT = s.T
     while s.known_upto < s.n and s.status[s.known_upto] != 0:   # arrivals up to now
         j = s.known_upto
         s.active[s.na] = j
@@ -659,16 +680,28 @@ cdef int schedule(RoundsState* s) noexcept nogil:
             s.deficit[j * TT + t] = 0.0
         s.need_update = True
         s.known_upto += 1
+
+
+cdef inline int _choose_round(RoundsState* s, double T) noexcept nogil:
+    """Schedule step 3: Gavel's choice of jobs, again after a forced reset if nothing runs."""
+    cdef Py_ssize_t k
+    cdef bint any_runs = False
     if choose(s, T) < 0:
         return -1
-    any_runs = False
     for k in range(s.nchosen):
         if s.cr[k]:
             any_runs = True
-    if not any_runs and s.na and now >= s.last_submit:
+    if not any_runs and s.na and s.now >= s.last_submit:
         s.last_reset = 0.0                         # Gavel forces a reset on an idle, drained queue
         if choose(s, T) < 0:
             return -1
+    return 0
+
+
+cdef inline void _plan_preempts(RoundsState* s) noexcept nogil:
+    """Schedule step 4: preempt every running job not chosen on its current type."""
+    cdef Py_ssize_t k
+    cdef int64_t j
     for k in range(s.nchosen):
         if s.cr[k]:
             s.run_type[s.cj[k]] = s.ct[k]
@@ -678,6 +711,13 @@ cdef int schedule(RoundsState* s) noexcept nogil:
             s.dpre[s.ndpre] = j
             s.ndpre += 1
             s.free_t[s.jtype[j]] += s.gpus[j]      # (the plan's free GPUs; apply redoes it)
+
+
+cdef inline int _plan_starts(RoundsState* s, double T) noexcept nogil:
+    """Schedule step 5: start the chosen jobs not running there; each one's steps and end this round."""
+    cdef Py_ssize_t k
+    cdef int64_t j, t, length, rem, now = s.now, TT = s.T
+    cdef double r, full, steps, sp
     for k in range(s.nchosen):
         if not s.cr[k]:
             continue
@@ -709,7 +749,14 @@ cdef int schedule(RoundsState* s) noexcept nogil:
         s.in_round[j] = 1
         s.rlist[s.nround] = j
         s.nround += 1
-    for k in range(s.ndpre):                       # undo the plan's bookkeeping (apply does it)
+    return 0
+
+
+cdef inline void _plan_end(RoundsState* s) noexcept nogil:
+    """Schedule step 6: undo the plan's GPU bookkeeping (apply redoes it); set the round's end."""
+    cdef Py_ssize_t k
+    cdef int64_t r_end
+    for k in range(s.ndpre):
         s.free_t[s.jtype[s.dpre[k]]] -= s.gpus[s.dpre[k]]
     for k in range(s.ndstart):
         s.free_t[s.dstype[k]] += s.gpus[s.dstart[k]]
@@ -723,6 +770,36 @@ cdef int schedule(RoundsState* s) noexcept nogil:
         s.round_end = r_end
         s.round_set = True
         wake_round(s)
+
+
+cdef int schedule(RoundsState* s) noexcept nogil:
+    """The policy's ``schedule`` at ``s.now``: fills the decision (dpre, dstart, wake)."""
+    cdef int64_t worst
+    cdef double T
+    s.ndpre = 0
+    s.ndstart = 0
+    s.wake = -1
+    if s.round_set and s.now < s.round_end:
+        _pause_done_tasks(s)
+        wake_round(s)
+        return 0
+    worst = _lag_left(s)
+    if worst >= 0:
+        # Done in Gavel's steps with a few ns left on our clock: its finish ends the round.
+        if worst > LAG_NS:
+            s.err = E_LAG
+            return -1
+        s.round_end = s.now
+        s.round_set = True
+        return 0
+    T = _close_round(s, to_s(s, s.now))
+    _admit_known(s)
+    if _choose_round(s, T) < 0:
+        return -1
+    _plan_preempts(s)
+    if _plan_starts(s, T) < 0:
+        return -1
+    _plan_end(s)
     return 0
 
 
@@ -822,27 +899,16 @@ cdef int grow(int64_t** a, double** b, Py_ssize_t* cap) noexcept nogil:
     return 0
 
 
-def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order,
-                     bint fifo, double iteration_s, double reset_s, restore_ns, allocate=None,
-                     permute=None, waterfill_thr=None):
-    """Replay under Gavel's round mechanism on GPUs pooled per type (see the module docstring).
-
-    ``speed``, ``thr``: jobs x types (engine speed, Gavel's steps/s); ``steps_left``: each
-    job's steps; ``type_gpus``: GPUs per type; ``type_order``: Gavel's type order (a
-    permutation); ``fifo``: FIFO (only jobs with priority > 0 run; allocated here on one
-    type when ``allocate`` is None) or max-min; ``allocate(ids) -> X`` (active x types) at
-    allocation resets; ``permute(k)``: k type orders (the blind policy) or None;
-    ``waterfill_thr`` (one type, max-min): the LP's thr per job, allocated here by progressive
-    filling (``fairness.maxmin_waterfill``) instead of calling ``allocate``.
-    Returns the dict of :func:`magnum_lib.replay.event_loop.run`. Raises ValueError on bad
-    input, PolicyStuck / RuntimeError as the Python form does.
-    """
-    cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
-    cdef const int64_t[::1] wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
-    cdef const int64_t[::1] gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
-    cdef Py_ssize_t n = sub.shape[0]
-    cdef const int64_t[::1] ng = np.ascontiguousarray(type_gpus, dtype=np.int64)
-    cdef Py_ssize_t T = ng.shape[0]
+def _checked(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order, bint fifo,
+             double iteration_s, double reset_s, restore_ns, allocate, permute, waterfill_thr):
+    """Setup step 1: refuse bad input (ValueError); the inputs as contiguous arrays (a dict)."""
+    sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
+    wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
+    gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
+    ng = np.ascontiguousarray(type_gpus, dtype=np.int64)
+    if any(a.ndim != 1 for a in (sub, wrk, gp, ng)):
+        raise ValueError("submit_ns, work_ns, num_gpus and type_gpus must be 1-d arrays")
+    n, T = sub.shape[0], ng.shape[0]
     if T < 1 or T > 64:
         raise ValueError("type_gpus: 1 to 64 GPU types")
     if np.any(np.asarray(ng) < 0) or int(np.sum(np.asarray(ng))) > (1 << 40):
@@ -871,7 +937,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
         raise ValueError("type_order must be a permutation of the GPU types")
     if not (isfinite(iteration_s) and iteration_s > 0 and isfinite(reset_s) and reset_s > 0):
         raise ValueError("iteration_s and reset_s must be seconds > 0")
-    cdef int64_t rns = int(restore_ns)
+    rns = int(restore_ns)
     if rns < 0 or rns > (1 << 50):
         raise ValueError("restore_ns must be >= 0")
     if fifo and T != 1 and not callable(allocate):
@@ -889,113 +955,129 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
         raise ValueError("allocate must be a function allocate(ids) -> X, or None")
     if permute is not None and not callable(permute):
         raise ValueError("permute must be a function permute(k) -> k orders, or None")
-    cdef Py_ssize_t m = n if n > 0 else 1
-    cdef const double[:, ::1] spv = sp_np if n else np.ones((1, T))
-    cdef const double[:, ::1] thv = thr_np if n else np.ones((1, T))
-    cdef const int64_t[::1] subv = sub if n else np.zeros(1, np.int64)
-    cdef const int64_t[::1] gpv = gp if n else np.ones(1, np.int64)
-    cdef const int64_t[::1] tov = tord
+    return dict(sub=sub, wrk=wrk, gp=gp, ng=ng, sp=sp_np, thr=thr_np, sl=sl_np, tord=tord, wf=wf_np, rns=rns)
 
-    def i64(size, fill=0):
-        return np.full(size, fill, np.int64)
 
-    cdef int64_t[::1] rem = np.array(wrk, dtype=np.int64) if n else i64(1)
-    cdef int64_t[::1] overhead = i64(m)
-    cdef double[::1] erate = np.ones(m)
-    cdef int8_t[::1] status = np.zeros(m, np.int8)
-    cdef int64_t[::1] jtype = i64(m, -1)
-    first_np, fin_np, pre_np, held_np = i64(m, -1), i64(m, -1), i64(m), i64(m)
-    cdef int64_t[::1] held = held_np
-    cdef int64_t[::1] first = first_np
-    cdef int64_t[::1] fin = fin_np
-    cdef int64_t[::1] pre = pre_np
-    cdef int64_t[::1] free_t = np.array(ng, dtype=np.int64)
-    cdef int64_t[::1] running = i64(m)
-    cdef int64_t[::1] run_pos = i64(m, -1)
-    cdef double[::1] sl = sl_np if n else np.zeros(1)
-    cdef double[::1] ran = np.zeros(m * T)
-    cdef double[::1] ran_all = np.zeros(T)
-    cdef double[::1] deficit = np.zeros(m * T)
-    cdef double[::1] alloc = np.zeros(m * T)
-    cdef uint8_t[::1] in_alloc = np.zeros(m, np.uint8)
-    cdef uint8_t[::1] act_flag = np.zeros(m, np.uint8)
-    cdef int64_t[::1] active = i64(m)
-    cdef uint8_t[::1] fifo_in = np.zeros(m, np.uint8)
-    cdef int64_t[::1] fifo_ids = i64(m)
-    cdef int64_t[::1] fifo_tmp = i64(m)
-    cdef int64_t[::1] queue_tmp = i64(m)
-    cdef uint8_t[::1] in_round = np.zeros(m, np.uint8)
-    cdef uint8_t[::1] is_last = np.zeros(m, np.uint8)
-    cdef int64_t[::1] rj_end = i64(m)
-    cdef int64_t[::1] rs_type = i64(m)
-    cdef double[::1] rs_steps = np.zeros(m)
-    cdef double[::1] rs_end = np.zeros(m)
-    cdef int64_t[::1] rlist = i64(m)
-    cdef int64_t[::1] ent_j = i64(2 * m)          # (kept entries at 0.., the rest at m..)
-    cdef double[::1] ent_p = np.zeros(2 * m)
-    cdef double[::1] ent_d = np.zeros(2 * m)
-    cdef double[::1] ent_a = np.zeros(2 * m)
-    cdef int64_t[::1] idx = i64(2 * m)
-    cdef int64_t[::1] idx2 = i64(2 * m)
-    cdef Py_ssize_t[::1] runs = np.zeros(m + 2, np.intp)
-    cdef int64_t[::1] ordv = i64(m * T)
-    cdef Py_ssize_t[::1] nord = np.zeros(T, np.intp)
-    cdef Py_ssize_t[::1] ord_upto = np.zeros(T, np.intp)
-    cdef uint8_t[::1] moved = np.zeros(m, np.uint8)
-    cdef int64_t[::1] mv = i64(m)
-    cdef int64_t[::1] left = i64(T)
-    cdef uint8_t[::1] taken = np.zeros(m, np.uint8)
-    cdef int64_t[::1] cj = i64(m)
-    cdef int64_t[::1] ct = i64(m)
-    cdef uint8_t[::1] cr = np.zeros(m, np.uint8)
-    cdef int64_t[::1] run_type = i64(m, -1)
-    cdef int64_t[::1] order = i64(T)
-    cdef int64_t[::1] dpre = i64(m)
-    cdef int64_t[::1] dstart = i64(m)
-    cdef int64_t[::1] dstype = i64(m)
-    cdef const double[::1] wfv = wf_np if (wf_np is not None and n) else np.zeros(1)
-    cdef double[::1] wf_a = np.zeros(m)
-    cdef uint8_t[::1] wf_frozen = np.zeros(m, np.uint8)
-    cdef Py_ssize_t q
+cdef void* _kept(list keep, a):
+    """Keep the contiguous array ``a`` alive in ``keep``; its data pointer."""
+    keep.append(a)
+    return <void*> <uintptr_t> a.ctypes.data
+
+
+cdef int64_t* _i64(list keep, Py_ssize_t size, int64_t fill=0):
+    """A new int64 array of ``size`` items ``fill``, kept in ``keep``; its data pointer."""
+    return <int64_t*> _kept(keep, np.full(size, fill, np.int64))
+
+
+cdef double* _f64(list keep, Py_ssize_t size):
+    """A new float64 array of ``size`` zeros, kept in ``keep``; its data pointer."""
+    return <double*> _kept(keep, np.zeros(size))
+
+
+cdef uint8_t* _u8(list keep, Py_ssize_t size):
+    """A new uint8 array of ``size`` zeros, kept in ``keep``; its data pointer."""
+    return <uint8_t*> _kept(keep, np.zeros(size, np.uint8))
+
+
+cdef list _state_arrays(RoundsState* s, dict x, dict out, Py_ssize_t n, Py_ssize_t T):
+    """Setup step 2: every array of ``s``, the inputs and ``out``'s included (kept alive in the list returned)."""
+    cdef list keep = []
+    cdef Py_ssize_t m = n if n > 0 else 1, q
     cdef double tq
-    for q in range(n if wf_np is not None else 0):      # the LP's coefficient, as maxmin_waterfill's
-        tq = wfv[q]
-        wf_a[q] = ((1.0 / tq) * <double> gpv[q]) * tq if tq > 0.0 else 0.0
-    errbox, holder = [], [None]
-    cdef RoundsState s
+    s.speed = <double*> _kept(keep, x["sp"] if n else np.ones((1, T)))
+    s.thr = <double*> _kept(keep, x["thr"] if n else np.ones((1, T)))
+    s.submit = <int64_t*> _kept(keep, x["sub"] if n else np.zeros(1, np.int64))
+    s.gpus = <int64_t*> _kept(keep, x["gp"] if n else np.ones(1, np.int64))
+    s.N, s.type_order = <int64_t*> _kept(keep, x["ng"]), <int64_t*> _kept(keep, x["tord"])
+    wf = x["wf"] if (x["wf"] is not None and n) else np.zeros(1)
+    s.wf_thr = <double*> _kept(keep, wf) if x["wf"] is not None else NULL
+    s.wf_a, s.wf_frozen = _f64(keep, m), _u8(keep, m)
+    for q in range(n if x["wf"] is not None else 0):      # the LP's coefficient, as maxmin_waterfill's
+        tq = wf[q]
+        s.wf_a[q] = ((1.0 / tq) * <double> s.gpus[q]) * tq if tq > 0.0 else 0.0
+    s.rem = <int64_t*> _kept(keep, np.array(x["wrk"], dtype=np.int64) if n else np.zeros(1, np.int64))
+    s.overhead, s.erate, s.jtype = _i64(keep, m), <double*> _kept(keep, np.ones(m)), _i64(keep, m, -1)
+    s.status = <int8_t*> _kept(keep, out["status"])
+    s.first, s.fin = <int64_t*> _kept(keep, out["first_start"]), <int64_t*> _kept(keep, out["finish"])
+    s.pre, s.held = <int64_t*> _kept(keep, out["preemptions"]), <int64_t*> _kept(keep, out["held"])
+    s.free_t = <int64_t*> _kept(keep, np.array(x["ng"], dtype=np.int64))
+    s.running, s.run_pos = _i64(keep, m), _i64(keep, m, -1)
+    s.steps_left = <double*> _kept(keep, x["sl"] if n else np.zeros(1))
+    s.ran, s.ran_all, s.deficit, s.alloc = _f64(keep, m * T), _f64(keep, T), _f64(keep, m * T), _f64(keep, m * T)
+    s.in_alloc, s.act_flag, s.active = _u8(keep, m), _u8(keep, m), _i64(keep, m)
+    s.fifo_in, s.fifo_ids, s.fifo_tmp, s.queue_tmp = _u8(keep, m), _i64(keep, m), _i64(keep, m), _i64(keep, m)
+    s.in_round, s.is_last, s.rj_end, s.rs_type = _u8(keep, m), _u8(keep, m), _i64(keep, m), _i64(keep, m)
+    s.rs_steps, s.rs_end, s.rlist = _f64(keep, m), _f64(keep, m), _i64(keep, m)
+    s.ent_j, s.ent_p = _i64(keep, 2 * m), _f64(keep, 2 * m)     # (kept entries at 0.., the rest at m..)
+    s.ent_d, s.ent_a = _f64(keep, 2 * m), _f64(keep, 2 * m)
+    s.idx, s.idx2 = _i64(keep, 2 * m), _i64(keep, 2 * m)
+    s.runs = <Py_ssize_t*> _kept(keep, np.zeros(m + 2, np.intp))
+    s.ord, s.moved, s.mv = _i64(keep, m * T), _u8(keep, m), _i64(keep, m)
+    s.nord = <Py_ssize_t*> _kept(keep, np.zeros(T, np.intp))
+    s.ord_upto = <Py_ssize_t*> _kept(keep, np.zeros(T, np.intp))
+    s.left, s.taken, s.cj, s.ct, s.cr = _i64(keep, T), _u8(keep, m), _i64(keep, m), _i64(keep, m), _u8(keep, m)
+    s.run_type, s.order = _i64(keep, m, -1), _i64(keep, T)
+    s.dpre, s.dstart, s.dstype = _i64(keep, m), _i64(keep, m), _i64(keep, m)
+    return keep
+
+
+cdef void _state_scalars(RoundsState* s, Py_ssize_t n, Py_ssize_t T, bint fifo, double iteration_s,
+                         double reset_s, int64_t rns) noexcept nogil:
+    """Setup step 3: the sizes, options, counters and flags of ``s`` before the first event."""
     s.n, s.T, s.fifo = n, T, fifo
     s.iteration_s, s.reset_s, s.half = iteration_s, reset_s, iteration_s / 2.0
     s.restore_ns = rns
-    s.last_submit = int(sub[n - 1]) if n else 0
-    s.submit, s.gpus, s.speed, s.thr = &subv[0], &gpv[0], &spv[0, 0], &thv[0, 0]
-    s.N, s.type_order = &ng[0], &tov[0]
-    s.wf_thr = &wfv[0] if wf_np is not None else NULL
-    s.wf_a, s.wf_frozen = &wf_a[0], &wf_frozen[0]
-    s.rem, s.overhead, s.erate, s.status, s.jtype = &rem[0], &overhead[0], &erate[0], &status[0], &jtype[0]
-    s.first, s.fin, s.pre, s.free_t = &first[0], &fin[0], &pre[0], &free_t[0]
-    s.held = &held[0]
-    s.running, s.run_pos, s.nrun, s.now = &running[0], &run_pos[0], 0, 0
-    s.steps_left, s.ran, s.ran_all, s.deficit, s.alloc = &sl[0], &ran[0], &ran_all[0], &deficit[0], &alloc[0]
-    s.in_alloc, s.act_flag, s.active, s.na, s.known_upto = &in_alloc[0], &act_flag[0], &active[0], 0, 0
-    s.fifo_in, s.fifo_ids, s.nfifo = &fifo_in[0], &fifo_ids[0], 0
-    s.fifo_tmp, s.queue_tmp = &fifo_tmp[0], &queue_tmp[0]
-    s.in_round, s.is_last, s.rj_end, s.rs_type = &in_round[0], &is_last[0], &rj_end[0], &rs_type[0]
-    s.rs_steps, s.rs_end, s.rlist, s.nround = &rs_steps[0], &rs_end[0], &rlist[0], 0
+    s.last_submit = s.submit[n - 1] if n else 0
+    s.nrun, s.now, s.na, s.known_upto, s.nfifo, s.nround = 0, 0, 0, 0, 0, 0
     s.round_set, s.round_end, s.round_start, s.stop_set, s.round_stop = False, 0, 0.0, False, 0.0
     s.need_update, s.last_reset = True, 0.0
-    s.ent_j, s.ent_p, s.ent_d, s.ent_a = &ent_j[0], &ent_p[0], &ent_d[0], &ent_a[0]
-    s.idx, s.idx2, s.runs = &idx[0], &idx2[0], &runs[0]
-    s.ord, s.nord, s.ord_upto, s.moved, s.mv, s.nmv = &ordv[0], &nord[0], &ord_upto[0], &moved[0], &mv[0], 0
-    s.rerank = True
-    s.left, s.taken, s.cj, s.ct, s.cr = &left[0], &taken[0], &cj[0], &ct[0], &cr[0]
-    s.nchosen, s.run_type, s.order = 0, &run_type[0], &order[0]
+    s.nmv, s.rerank, s.nchosen = 0, True, 0
     s.perms, s.nperm, s.perm_at = NULL, 0, 0
-    s.dpre, s.dstart, s.dstype = &dpre[0], &dstart[0], &dstype[0]
     s.ndpre, s.ndstart, s.wake = 0, 0, -1
+    s.err, s.err_job = E_NONE, -1
+
+
+def _raise_for(int err, int64_t err_job, errbox, status, Py_ssize_t n):
+    """Teardown: the exception the kernel's error code ``err`` stands for."""
+    if err == E_PY:
+        raise errbox[0]
+    if err == E_STUCK:
+        waiting = np.flatnonzero(np.asarray(status)[:n] == 1)
+        raise Stuck(int(waiting.size), int(waiting[0]) if waiting.size else -1)
+    if err == E_NOFIT:
+        raise RuntimeError(f"GavelRounds: job {err_job} does not fit (internal error)")
+    if err == E_LAG:
+        raise RuntimeError("GavelRounds: a job outlived its last micro-task (internal error)")
+    no_memory("run_gavel_rounds")
+
+
+def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order,
+                     bint fifo, double iteration_s, double reset_s, restore_ns, allocate=None,
+                     permute=None, waterfill_thr=None):
+    """Replay under Gavel's round mechanism on GPUs pooled per type (see the module docstring).
+
+    ``speed``, ``thr``: jobs x types (engine speed, Gavel's steps/s); ``steps_left``: each
+    job's steps; ``type_gpus``: GPUs per type; ``type_order``: Gavel's type order (a
+    permutation); ``fifo``: FIFO (only jobs with priority > 0 run; allocated here on one
+    type when ``allocate`` is None) or max-min; ``allocate(ids) -> X`` (active x types) at
+    allocation resets; ``permute(k)``: k type orders (the blind policy) or None;
+    ``waterfill_thr`` (one type, max-min): the LP's thr per job, allocated here by progressive
+    filling (``fairness.maxmin_waterfill``) instead of calling ``allocate``.
+    Returns the dict of :func:`magnum_lib.replay.event_loop.run`. Raises ValueError on bad
+    input, PolicyStuck / RuntimeError as the Python form does.
+    """
+    x = _checked(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, type_order, fifo,
+                 iteration_s, reset_s, restore_ns, allocate, permute, waterfill_thr)
+    cdef Py_ssize_t n = x["sub"].shape[0], T = x["ng"].shape[0], m = n if n > 0 else 1
+    out = dict(first_start=np.full(m, -1, np.int64), finish=np.full(m, -1, np.int64),
+               preemptions=np.zeros(m, np.int64), held=np.zeros(m, np.int64), status=np.zeros(m, np.int8))
+    errbox, holder = [], [None]
+    cdef RoundsState s
+    keep = _state_arrays(&s, x, out, n, T)
+    _state_scalars(&s, n, T, fifo, iteration_s, reset_s, x["rns"])
     s.allocate = <PyObject*> allocate if allocate is not None else NULL
     s.permute = <PyObject*> permute if permute is not None else NULL
     s.errbox, s.holder = <PyObject*> errbox, <PyObject*> holder
-    s.err, s.err_job = E_NONE, -1
     cdef Py_ssize_t cap = 1024, nutil = 0
     cdef int64_t* ut = <int64_t*> malloc(cap * sizeof(int64_t))
     cdef double* ub = <double*> malloc(cap * sizeof(double))
@@ -1011,19 +1093,12 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
     finally:
         free(ut)
         free(ub)
+    del keep
     if rc < 0:
-        if s.err == E_PY:
-            raise errbox[0]
-        if s.err == E_STUCK:
-            waiting = np.flatnonzero(np.asarray(status)[:n] == 1)
-            raise Stuck(int(waiting.size), int(waiting[0]) if waiting.size else -1)
-        if s.err == E_NOFIT:
-            raise RuntimeError(f"GavelRounds: job {s.err_job} does not fit (internal error)")
-        if s.err == E_LAG:
-            raise RuntimeError("GavelRounds: a job outlived its last micro-task (internal error)")
-        no_memory("run_gavel_rounds")
-    return dict(first_start=first_np[:n].copy(), finish=fin_np[:n].copy(), preemptions=pre_np[:n].copy(),
-                held=held_np[:n].copy(), util_t=util_t, util_busy=util_b)
+        _raise_for(s.err, s.err_job, errbox, out["status"], n)
+    return dict(first_start=out["first_start"][:n].copy(), finish=out["finish"][:n].copy(),
+                preemptions=out["preemptions"][:n].copy(), held=out["held"][:n].copy(),
+                util_t=util_t, util_busy=util_b)
 
 
 class Stuck(Exception):

@@ -197,43 +197,45 @@ def check_round_s(name, round_s) -> float:
     return float(round_s)
 
 
-def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progress=None, clock=None):
-    """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
-    check_fits(jobs, cluster)
-    st = _State(jobs, cluster, placement, seed, round(restore_s * NS), policy)
-    name = policy.name
-    call(name, "reset", policy.reset, st.policy_jobs, st.policy_cluster)
-    round_ns = None if policy.round_s is None else round(check_round_s(name, policy.round_s) * NS)
-    n = len(jobs)
-    submit = jobs.submit_ns
-    waiting, running = set(), set()
-    i, done = 0, 0
-    wake = None
-    util_t, util_busy = [], []
-    shared = not jobs.whole_gpus
-    frag = []   # shared GPUs: fraction of the free capacity stranded on partly used GPUs
-    idle_rounds = 0
-    wakes = 0
-    bar = progress
-    while done < n:
+class _Loop:
+    """The replay loop's own state between events: queues, arrival cursor, wake-up, samples."""
+
+    def __init__(self, st, policy, round_ns, progress):
+        self.st, self.policy, self.name, self.round_ns, self.bar = st, policy, policy.name, round_ns, progress
+        self.n = len(st.jobs)
+        self.submit = st.jobs.submit_ns
+        self.waiting, self.running = set(), set()
+        self.i, self.done = 0, 0
+        self.wake = None
+        self.util_t, self.util_busy = [], []
+        self.shared = not st.jobs.whole_gpus
+        self.frag = []   # shared GPUs: fraction of the free capacity stranded on partly used GPUs
+        self.idle_rounds = 0
+        self.wakes = 0
+
+    def next_time(self) -> int:
+        """Step 1: the next instant (arrival, finish, wake-up or round boundary); drop a due wake-up."""
+        st, waiting, running, round_ns = self.st, self.waiting, self.running, self.round_ns
         cands = []
-        if i < n:
-            cands.append(int(submit[i]))
+        if self.i < self.n:
+            cands.append(int(self.submit[self.i]))
         if running:
             cands.append(min(st.finish_time(j) for j in running))
-        if wake is not None:
-            cands.append(wake)
+        if self.wake is not None:
+            cands.append(self.wake)
         if round_ns is not None and (waiting or running):
             cands.append((st.now // round_ns + 1) * round_ns)
         if not cands:
-            raise PolicyError(name, f"left {len(waiting)} job(s) waiting on an idle cluster with no "
-                                    f"arrival or wake-up to come (first: job {min(waiting)})")
+            raise PolicyError(self.name, f"left {len(waiting)} job(s) waiting on an idle cluster with no "
+                                         f"arrival or wake-up to come (first: job {min(waiting)})")
         t = min(cands)
-        if wake is not None and wake <= t:
-            wake = None
-        st.advance(t, running)
-        if clock is not None:
-            clock[0] = t / NS
+        if self.wake is not None and self.wake <= t:
+            self.wake = None
+        return t
+
+    def finish_due(self, t) -> None:
+        """Step 2: free the GPUs of every running job whose work is done at ``t`` (job order)."""
+        st, running = self.st, self.running
         for j in sorted(j for j in running if st.rem[j] <= 0):
             st.free[st.alloc[j]] += st.milli_l[j]
             st.alloc[j] = []
@@ -241,45 +243,81 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
             st.views[j]._run = False
             st.finish[j] = t
             running.discard(j)
-            done += 1
-            if bar is not None:
-                bar.update(1)
-        while i < n and submit[i] == t:
-            st.status[i] = 1
-            waiting.add(i)
-            i += 1
-        if round_ns is None or t % round_ns == 0:
-            w, r = sorted(waiting), sorted(running)
-            d = normalize(name, call(name, "schedule", policy.schedule, st.view(w, r)), st)
-            st.apply(d, waiting, running)
-            # The latest decision's wake-up replaces any earlier one (the policy recomputes
-            # it at every call; a stale earlier wake-up would add a call it did not ask for).
-            wake = int(d.wake_ns) if d.wake_ns is not None and d.wake_ns > t else None
-            if wake is not None:
-                wakes += 1
-                if wakes > WAKE_ALLOWANCE + WAKE_PER_SIM_S * t / NS:
-                    raise PolicyError(name, f"asked to be woken {wakes:,} times in {t / NS:.6g} simulated s "
-                                            f"(at most {WAKE_ALLOWANCE:,} + {WAKE_PER_SIM_S} per simulated "
-                                            f"second): wake it only when something changes")
-            if round_ns is not None:
-                stuck = waiting and not running and i >= n and wake is None
-                idle_rounds = idle_rounds + 1 if stuck else 0
-                if idle_rounds > 2:
-                    raise PolicyError(name, f"left {len(waiting)} job(s) waiting on an idle cluster "
-                                            f"round after round (first: job {min(waiting)})")
+            self.done += 1
+            if self.bar is not None:
+                self.bar.update(1)
+
+    def admit(self, t) -> None:
+        """Step 3: every job submitted at ``t`` joins the waiting set."""
+        st, submit, n = self.st, self.submit, self.n
+        while self.i < n and submit[self.i] == t:
+            st.status[self.i] = 1
+            self.waiting.add(self.i)
+            self.i += 1
+
+    def decide(self, t) -> None:
+        """Step 4: call the policy, apply its decision, keep its wake-up; refuse a runaway or stuck policy."""
+        st, name, waiting, running, round_ns = self.st, self.name, self.waiting, self.running, self.round_ns
+        w, r = sorted(waiting), sorted(running)
+        d = normalize(name, call(name, "schedule", self.policy.schedule, st.view(w, r)), st)
+        st.apply(d, waiting, running)
+        # The latest decision's wake-up replaces any earlier one (the policy recomputes
+        # it at every call; a stale earlier wake-up would add a call it did not ask for).
+        wake = self.wake = int(d.wake_ns) if d.wake_ns is not None and d.wake_ns > t else None
+        if wake is not None:
+            self.wakes += 1
+            if self.wakes > WAKE_ALLOWANCE + WAKE_PER_SIM_S * t / NS:
+                raise PolicyError(name, f"asked to be woken {self.wakes:,} times in {t / NS:.6g} simulated s "
+                                        f"(at most {WAKE_ALLOWANCE:,} + {WAKE_PER_SIM_S} per simulated "
+                                        f"second): wake it only when something changes")
+        if round_ns is not None:
+            stuck = waiting and not running and self.i >= self.n and wake is None
+            self.idle_rounds = self.idle_rounds + 1 if stuck else 0
+            if self.idle_rounds > 2:
+                raise PolicyError(name, f"left {len(waiting)} job(s) waiting on an idle cluster "
+                                        f"round after round (first: job {min(waiting)})")
+
+    def sample(self, t) -> None:
+        """Step 5: record the busy GPUs (and stranded capacity) at ``t`` if they changed."""
+        st, util_t, util_busy = self.st, self.util_t, self.util_busy
         busy = (int((1000 - st.free).sum()) / 1000.0)
         if util_t and util_t[-1] == t:     # (cannot happen: one call per instant)
             util_busy[-1] = busy
         elif not util_busy or util_busy[-1] != busy:   # the step function's change points
             util_t.append(t)
             util_busy.append(busy)
-            if shared:
+            if self.shared:
                 f = st.free
                 total = int(f.sum())
-                frag.append(int(f[(f > 0) & (f < 1000)].sum()) / total if total else 0.0)
-    out = dict(first_start=np.array(st.first_start, np.int64), finish=np.array(st.finish, np.int64),
-               preemptions=np.array(st.preemptions, np.int64), held=np.array(st.attained, np.int64),
-               util_t=np.array(util_t, np.int64), util_busy=np.array(util_busy))
-    if shared:
-        out["frag"] = np.array(frag)
-    return out
+                self.frag.append(int(f[(f > 0) & (f < 1000)].sum()) / total if total else 0.0)
+
+    def result(self) -> dict:
+        """The raw per-job arrays and the utilization step function."""
+        st = self.st
+        out = dict(first_start=np.array(st.first_start, np.int64), finish=np.array(st.finish, np.int64),
+                   preemptions=np.array(st.preemptions, np.int64), held=np.array(st.attained, np.int64),
+                   util_t=np.array(self.util_t, np.int64), util_busy=np.array(self.util_busy))
+        if self.shared:
+            out["frag"] = np.array(self.frag)
+        return out
+
+
+def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progress=None, clock=None):
+    """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
+    check_fits(jobs, cluster)
+    st = _State(jobs, cluster, placement, seed, round(restore_s * NS), policy)
+    name = policy.name
+    call(name, "reset", policy.reset, st.policy_jobs, st.policy_cluster)
+    round_ns = None if policy.round_s is None else round(check_round_s(name, policy.round_s) * NS)
+    loop = _Loop(st, policy, round_ns, progress)
+    while loop.done < loop.n:
+        t = loop.next_time()
+        st.advance(t, loop.running)
+        if clock is not None:
+            clock[0] = t / NS
+        loop.finish_due(t)
+        loop.admit(t)
+        if round_ns is None or t % round_ns == 0:
+            loop.decide(t)
+        loop.sample(t)
+    return loop.result()
