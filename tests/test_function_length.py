@@ -21,11 +21,8 @@ LIMIT = 80
 
 # "path relative to magnum_lib:qualified name" -> its length in lines today.
 ALLOWED = {
-    "sim/model.py:build_region": 167,
-    "node/balance_ref.py:simulate_supermarket": 157,
-    "node/dispatcher_ref.py:run_dispatch": 121,
-    "gossip/dissemination.py:simulate": 96,
-    "sim/core_ref.py:Core._lease_decide": 84,
+    # Split like core_ref's twin it ran 1.7% slower (median of 5 A/B pairs; Cython calls
+    # cdef methods through the vtable), so the compiled form stays whole for now.
     "sim/_core.pyx:Core._lease_decide": 88,
 }
 

@@ -258,16 +258,8 @@ def simulate(nodes: int = 1000, fanout: int = 1, mode: str = "push", *, loss: fl
     """
     p = _common(nodes, fanout, mode, loss, interval, seed, partition_rounds, partition_start)
     n = p["nodes"]
-    source = check_int("source", source, 0, n - 1)
-    if quorum is not None and (isinstance(quorum, bool) or not isinstance(quorum, numbers.Real)
-                               or not 0 < quorum <= 1):
-        raise ParameterError("quorum", f"must be a fraction in (0, 1] or None (majority), got {quorum!r}")
-    churn = _probability("churn", churn)
-    churn_downtime = check_int("churn_downtime", churn_downtime, 1, MAX_ROUNDS)
-    max_rounds = check_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
-    if rounds is not None:
-        max_rounds = check_int("rounds", rounds, 1, MAX_ROUNDS)
-    message_bytes = message_size() if message_bytes is None else check_int("message_bytes", message_bytes, 1)
+    source, churn, churn_downtime, max_rounds, message_bytes = _check_rumor(
+        n, source, quorum, churn, churn_downtime, rounds, max_rounds, message_bytes)
     crash_round = _crash_rounds(n, source, crash_fraction, crash_at, crashes, p["seed"])
     name, module = kernel(backend)  # import before the clock starts
     run = module.run_rumor
@@ -280,7 +272,28 @@ def simulate(nodes: int = 1000, fanout: int = 1, mode: str = "push", *, loss: fl
                          churn_downtime, crash_round, partition_start,
                          partition_start + p["partition_rounds"], source, max_rounds,
                          rounds is None, p["seed"], infection_round, informed, live)
-    informed, live = informed[: done + 1], live[: done + 1]
+    return _rumor_result(p, name, quorum, rounds, int(done), int(messages), message_bytes,
+                         informed[: done + 1], live[: done + 1], infection_round, start)
+
+
+def _check_rumor(n: int, source, quorum: float | None, churn, churn_downtime, rounds, max_rounds, message_bytes) -> tuple:
+    """Validate :func:`simulate`'s other arguments: source, churn, downtime, rounds (the cap), bytes."""
+    source = check_int("source", source, 0, n - 1)
+    if quorum is not None and (isinstance(quorum, bool) or not isinstance(quorum, numbers.Real)
+                               or not 0 < quorum <= 1):
+        raise ParameterError("quorum", f"must be a fraction in (0, 1] or None (majority), got {quorum!r}")
+    churn = _probability("churn", churn)
+    churn_downtime = check_int("churn_downtime", churn_downtime, 1, MAX_ROUNDS)
+    max_rounds = check_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
+    if rounds is not None:
+        max_rounds = check_int("rounds", rounds, 1, MAX_ROUNDS)
+    message_bytes = message_size() if message_bytes is None else check_int("message_bytes", message_bytes, 1)
+    return source, churn, churn_downtime, max_rounds, message_bytes
+
+
+def _rumor_result(p: dict, name: str, quorum, rounds, done: int, messages: int, message_bytes: int,
+                  informed, live, infection_round, start: float) -> DisseminationResult:
+    """Summarize a run: coverage per round, rounds to quorum and to all, why it stopped, bytes/node/s."""
     coverage = np.divide(informed, live, out=np.zeros(done + 1), where=live > 0)
     reached = informed > live / 2 if quorum is None else informed >= quorum * live - 1e-9
     rounds_to_all = _first((informed == live) & (live > 0))
@@ -295,10 +308,10 @@ def simulate(nodes: int = 1000, fanout: int = 1, mode: str = "push", *, loss: fl
     for a in (coverage, informed, live, infection_round):
         a.flags.writeable = False
     return DisseminationResult(
-        nodes=n, fanout=p["fanout"], mode=p["mode"], loss=p["loss"], interval_s=interval_s,
+        nodes=p["nodes"], fanout=p["fanout"], mode=p["mode"], loss=p["loss"], interval_s=interval_s,
         seed=p["seed"], backend=name, quorum=None if quorum is None else float(quorum),
-        rounds=int(done), rounds_to_quorum=_first(reached & (live > 0)),
-        rounds_to_all=rounds_to_all, stopped=stopped, messages=int(messages),
+        rounds=done, rounds_to_quorum=_first(reached & (live > 0)),
+        rounds_to_all=rounds_to_all, stopped=stopped, messages=messages,
         message_bytes=message_bytes,
         bytes_per_node_per_s=messages * message_bytes / (node_rounds * interval_s) if node_rounds else 0.0,
         wall_s=time.perf_counter() - start, coverage=coverage, informed=informed, live=live,

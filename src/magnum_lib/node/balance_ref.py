@@ -105,6 +105,150 @@ def check_placement_inputs(loads, decisions, choices) -> None:
         raise ValueError("loads must be >= 0 and leave room for the decisions in int64")
 
 
+class _Supermarket:
+    """The supermarket model's state, one method per step of an event (times in ns)."""
+
+    def __init__(self, servers: int, policy: int, choices: int, tasks: int, refresh_ns: int, jobs: int,
+                 warmup: int, seed: int, arrival_rate: float):
+        self.servers, self.policy, self.choices, self.tasks = servers, policy, choices, tasks
+        self.refresh_ns, self.jobs, self.warmup, self.arrival_rate = refresh_ns, jobs, warmup, arrival_rate
+        self.state = seed & MASK64
+        n_tasks = jobs * tasks
+        # Per task: its arrival time until it leaves, then its time in system (ns).
+        self.tis = np.zeros(n_tasks, dtype=np.int64)
+        self.next_task = [-1] * n_tasks  # the task behind this one at its server
+        self.head = [-1] * servers
+        self.tail = [-1] * servers
+        self.queue = [0] * servers
+        self.busy = [0] * servers  # busy[0:n_busy] lists the busy servers
+        self.perm = list(range(servers))  # partial Fisher-Yates shuffles sample distinct servers
+        self.count = [0] * (TAIL_LEVELS + 1)  # count[i] = servers holding >= i tasks
+        self.area = [0.0] * (TAIL_LEVELS + 1)
+        self.since = [0] * (TAIL_LEVELS + 1)  # last time count[i] changed (while measuring)
+        self.board: list[int] = []  # STALE: the servers that looked least loaded at the last refresh
+        self.next_refresh = 0
+        self.n_busy = self.arrived = self.events = self.max_queue = self.zero_wait = 0
+        self.now = self.window_start = self.window_end = 0
+        self.measuring = False
+
+    def draw(self) -> int:
+        """The next SplitMix64 output (64-bit)."""
+        self.state, x = splitmix64(self.state)
+        return x
+
+    def level_changed(self, level: int, delta: int) -> None:
+        """Count[level] moves by ``delta`` servers; while measuring, its area (server-ns) grows first."""
+        if self.measuring:
+            self.area[level] += float(self.count[level]) * float(self.now - self.since[level])
+            self.since[level] = self.now
+        self.count[level] += delta
+
+    def sample(self, k: int) -> int:
+        """Step k of a partial Fisher-Yates shuffle: perm[k] becomes a new distinct server (its id)."""
+        r = k + below32(self.draw(), self.servers - k)
+        perm = self.perm
+        perm[k], perm[r] = perm[r], perm[k]
+        return perm[k]
+
+    def next_event(self) -> bool:
+        """Advance ``now`` by one exponential gap (ns) at the total rate; True if the event is an arrival."""
+        rate = self.arrival_rate + self.n_busy if self.arrived < self.jobs else float(self.n_busy)
+        gap = -math.log(1.0 - unit_double(self.draw()))
+        self.now += int(gap / rate * NS_PER_S + 0.5)
+        if self.arrived < self.jobs:
+            return unit_double(self.draw()) * rate < self.arrival_rate
+        return False
+
+    def refresh_board(self) -> None:
+        """STALE: snapshot the least loaded servers (the state just before this event); next refresh in ns."""
+        low = min(self.queue)
+        self.board = [s for s in range(self.servers) if self.queue[s] == low]
+        self.next_refresh += self.refresh_ns * ((self.now - self.next_refresh) // self.refresh_ns + 1)
+
+    def mark_window(self, job: int) -> None:
+        """Open the measured window at job ``warmup``'s arrival, close it at the last job's (ns)."""
+        if job == self.warmup:
+            self.measuring = True
+            self.window_start = self.now
+            for level in range(1, TAIL_LEVELS + 1):
+                self.since[level] = self.now
+        if job == self.jobs - 1:
+            for level in range(1, TAIL_LEVELS + 1):
+                self.level_changed(level, 0)
+            self.measuring = False
+            self.window_end = self.now
+
+    def choose(self, j: int) -> int:
+        """The server (id) for task ``j`` of the arriving job, by the policy."""
+        queue, perm = self.queue, self.perm
+        if self.policy == RANDOM:
+            return below32(self.draw(), self.servers)
+        if self.policy == POWER_OF_D:  # each task probes its own d servers
+            s = -1
+            for k in range(self.choices):
+                c = self.sample(k)
+                if s < 0 or queue[c] < queue[s]:
+                    s = c
+            return s
+        if self.policy == STALE:
+            return self.board[below32(self.draw(), len(self.board))]
+        # BATCH: task j takes the least loaded probe not yet used by this job
+        best = j
+        for k in range(j + 1, self.choices * self.tasks):
+            if queue[perm[k]] < queue[perm[best]]:
+                best = k
+        perm[j], perm[best] = perm[best], perm[j]
+        return perm[j]
+
+    def join(self, task: int, s: int) -> None:
+        """Task ``task`` joins the tail of server ``s``'s FIFO at ``now`` (ns)."""
+        self.tis[task] = self.now
+        if self.tail[s] < 0:
+            self.head[s] = task
+        else:
+            self.next_task[self.tail[s]] = task
+        self.tail[s] = task
+        self.queue[s] += 1
+        if self.queue[s] == 1:
+            self.busy[self.n_busy] = s
+            self.n_busy += 1
+        if self.queue[s] <= TAIL_LEVELS:
+            self.level_changed(self.queue[s], 1)
+        self.max_queue = max(self.max_queue, self.queue[s])
+
+    def arrive(self) -> None:
+        """A job arrives: each of its tasks joins the server the policy picks; count a zero-wait job."""
+        job = self.arrived
+        self.mark_window(job)
+        if self.policy == BATCH:
+            for k in range(self.choices * self.tasks):  # probe d x m distinct servers at once
+                self.sample(k)
+        all_idle = True
+        for j in range(self.tasks):
+            s = self.choose(j)
+            all_idle = all_idle and self.queue[s] == 0
+            self.join(job * self.tasks + j, s)
+        if all_idle and job >= self.warmup:
+            self.zero_wait += 1
+        self.arrived += 1
+
+    def depart(self) -> None:
+        """The head task of a uniformly random busy server leaves; its time in system (ns) is final."""
+        k = below32(self.draw(), self.n_busy)
+        s = self.busy[k]
+        task = self.head[s]
+        self.tis[task] = self.now - self.tis[task]
+        self.head[s] = self.next_task[task]
+        if self.head[s] < 0:
+            self.tail[s] = -1
+        if self.queue[s] <= TAIL_LEVELS:
+            self.level_changed(self.queue[s], -1)
+        self.queue[s] -= 1
+        if self.queue[s] == 0:
+            self.n_busy -= 1
+            self.busy[k] = self.busy[self.n_busy]
+
+
 def simulate_supermarket(servers: int, load: float, policy: int, choices: int, tasks: int,
                          refresh_ns: int, jobs: int, warmup: int, seed: int) -> dict:
     """Run the supermarket model; see the module docstring.
@@ -139,129 +283,21 @@ def simulate_supermarket(servers: int, load: float, policy: int, choices: int, t
         ``zero_wait`` (measured jobs whose every task went to an idle server).
     """
     check_supermarket_inputs(servers, load, policy, choices, tasks, refresh_ns, jobs, warmup)
-    state = seed & MASK64
     arrival_rate = load * servers / tasks  # jobs per second
-    n_tasks = jobs * tasks
-    # Per task: its arrival time until it leaves, then its time in system (ns).
-    tis = np.zeros(n_tasks, dtype=np.int64)
-    next_task = [-1] * n_tasks  # the task behind this one at its server
-    head = [-1] * servers
-    tail = [-1] * servers
-    queue = [0] * servers
-    busy = [0] * servers  # busy[0:n_busy] lists the busy servers
-    perm = list(range(servers))  # partial Fisher-Yates shuffles sample distinct servers
-    count = [0] * (TAIL_LEVELS + 1)  # count[i] = servers holding >= i tasks
-    area = [0.0] * (TAIL_LEVELS + 1)
-    since = [0] * (TAIL_LEVELS + 1)  # last time count[i] changed (while measuring)
-    board = []  # STALE: the servers that looked least loaded at the last refresh
-    next_refresh = 0
-    n_busy = arrived = events = max_queue = zero_wait = 0
-    now = window_start = window_end = 0
-    measuring = False
-
-    def level_changed(level: int, delta: int) -> None:
-        if measuring:
-            area[level] += float(count[level]) * float(now - since[level])
-            since[level] = now
-        count[level] += delta
-
-    def sample(k: int) -> int:
-        # Step k of a partial Fisher-Yates shuffle: perm[k] becomes a new distinct server.
-        nonlocal state
-        state, x = splitmix64(state)
-        r = k + below32(x, servers - k)
-        perm[k], perm[r] = perm[r], perm[k]
-        return perm[k]
-
-    while arrived < jobs or n_busy > 0:
+    m = _Supermarket(servers, policy, choices, tasks, refresh_ns, jobs, warmup, seed, arrival_rate)
+    while m.arrived < jobs or m.n_busy > 0:
         # Next event: an exponential gap at the total rate, then arrival or departure.
-        rate = arrival_rate + n_busy if arrived < jobs else float(n_busy)
-        state, x = splitmix64(state)
-        gap = -math.log(1.0 - unit_double(x))
-        now += int(gap / rate * NS_PER_S + 0.5)
-        if arrived < jobs:
-            state, x = splitmix64(state)
-            is_arrival = unit_double(x) * rate < arrival_rate
-        else:
-            is_arrival = False
-        if policy == STALE and arrived < jobs and now >= next_refresh:
-            # The view is a snapshot of the state at the refresh time, i.e. just before this event.
-            low = min(queue)
-            board = [s for s in range(servers) if queue[s] == low]
-            next_refresh += refresh_ns * ((now - next_refresh) // refresh_ns + 1)
-        events += 1
+        is_arrival = m.next_event()
+        if policy == STALE and m.arrived < jobs and m.now >= m.next_refresh:
+            m.refresh_board()
+        m.events += 1
         if is_arrival:
-            job = arrived
-            if job == warmup:  # the measured window opens
-                measuring = True
-                window_start = now
-                for level in range(1, TAIL_LEVELS + 1):
-                    since[level] = now
-            if job == jobs - 1:  # ... and closes with the last arrival
-                for level in range(1, TAIL_LEVELS + 1):
-                    level_changed(level, 0)
-                measuring = False
-                window_end = now
-            if policy == BATCH:
-                for k in range(choices * tasks):  # probe d x m distinct servers at once
-                    sample(k)
-            all_idle = True
-            for j in range(tasks):
-                if policy == RANDOM:
-                    state, x = splitmix64(state)
-                    s = below32(x, servers)
-                elif policy == POWER_OF_D:  # each task probes its own d servers
-                    s = -1
-                    for k in range(choices):
-                        c = sample(k)
-                        if s < 0 or queue[c] < queue[s]:
-                            s = c
-                elif policy == STALE:
-                    state, x = splitmix64(state)
-                    s = board[below32(x, len(board))]
-                else:  # BATCH: task j takes the least loaded probe not yet used by this job
-                    best = j
-                    for k in range(j + 1, choices * tasks):
-                        if queue[perm[k]] < queue[perm[best]]:
-                            best = k
-                    perm[j], perm[best] = perm[best], perm[j]
-                    s = perm[j]
-                all_idle = all_idle and queue[s] == 0
-                task = job * tasks + j
-                tis[task] = now
-                if tail[s] < 0:
-                    head[s] = task
-                else:
-                    next_task[tail[s]] = task
-                tail[s] = task
-                queue[s] += 1
-                if queue[s] == 1:
-                    busy[n_busy] = s
-                    n_busy += 1
-                if queue[s] <= TAIL_LEVELS:
-                    level_changed(queue[s], 1)
-                max_queue = max(max_queue, queue[s])
-            if all_idle and job >= warmup:
-                zero_wait += 1
-            arrived += 1
+            m.arrive()
         else:
-            state, x = splitmix64(state)
-            k = below32(x, n_busy)
-            s = busy[k]
-            task = head[s]
-            tis[task] = now - tis[task]
-            head[s] = next_task[task]
-            if head[s] < 0:
-                tail[s] = -1
-            if queue[s] <= TAIL_LEVELS:
-                level_changed(queue[s], -1)
-            queue[s] -= 1
-            if queue[s] == 0:
-                n_busy -= 1
-                busy[k] = busy[n_busy]
-    return {"time_in_system": tis, "tail_area": np.array(area[1:], dtype=np.float64),
-            "window_ns": window_end - window_start, "events": events, "max_queue": max_queue,
-            "zero_wait": zero_wait}
+            m.depart()
+    return {"time_in_system": m.tis, "tail_area": np.array(m.area[1:], dtype=np.float64),
+            "window_ns": m.window_end - m.window_start, "events": m.events, "max_queue": m.max_queue,
+            "zero_wait": m.zero_wait}
 
 
 def place_power_of_d(loads: np.ndarray, decisions: int, choices: int, seed: int) -> int:

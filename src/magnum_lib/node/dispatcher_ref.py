@@ -143,6 +143,127 @@ def check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, paus
             horizon_ns, bool(audit))
 
 
+class _Node:
+    """One node's dispatcher state, one method per step of a boundary (times in ns)."""
+
+    def __init__(self, arrival: list, work: list, prio: list, devices: int, quantum_ns: int, pause_ns: int,
+                 resume_ns: int, n_classes: int):
+        n = len(arrival)
+        self.arrival, self.work, self.prio, self.n = arrival, work, prio, n
+        self.devices, self.q, self.pause_ns, self.resume_ns = devices, quantum_ns, pause_ns, resume_ns
+        self.n_classes = n_classes
+        self.remaining = list(work)     # work still needed (for a running item: as of run_from)
+        self.start, self.finish, self.pauses = [-1] * n, [-1] * n, [0] * n
+        self.queues = [deque() for _ in range(n_classes)]
+        self.qlen = [0] * n_classes     # len(queues[k]): what the class rule reads
+        self.item = [-1] * devices      # item each device runs (-1: free)
+        self.run_cls = [-1] * devices   # class of that item (-1: free): what the pause rule reads
+        self.given = [0] * devices      # boundary at which it got the item
+        self.run_from = [0] * devices   # when its useful work begins (after pause/resume costs)
+        self.busy = [0] * devices       # device time used, overheads included
+        self.nxt = 0                    # the next request to admit
+        self.c = dict.fromkeys(("work_in_ns", "work_done_ns", "preemptions", "pause_overhead_ns",
+                                "resume_overhead_ns", "visited", "decisions", "events",
+                                "audited", "violations"), 0)
+
+    def push(self, i: int, front: bool) -> None:
+        """Queue item ``i`` in its class's FIFO, at the head (a paused item) or the tail."""
+        k = self.prio[i]
+        (self.queues[k].appendleft if front else self.queues[k].append)(i)
+        self.qlen[k] += 1
+
+    def give(self, d: int, t: int, overhead: int) -> None:
+        """Device ``d`` takes the head of the most urgent queue at boundary ``t``, after ``overhead`` ns."""
+        k = most_urgent(self.qlen, self.n_classes)
+        i = self.queues[k].popleft()
+        self.qlen[k] -= 1
+        self.run_cls[d] = k
+        if self.pauses[i]:  # restarting a paused item costs a resume
+            overhead += self.resume_ns
+            self.c["resume_overhead_ns"] += self.resume_ns
+        self.item[d], self.given[d] = i, t
+        self.run_from[d] = start_after(t, overhead, self.q)  # t is a boundary
+        if self.start[i] < 0:
+            self.start[i] = self.run_from[d]
+        self.c["events"] += 1
+
+    def done_by(self, d: int, t: int) -> int:
+        """Useful work (ns) of device ``d``'s item between its ``run_from`` and ``t``."""
+        return min(max(t - self.run_from[d], 0), self.remaining[self.item[d]])
+
+    def retire(self, t: int) -> None:
+        """Step 1: the items that ended by ``t`` finish at their exact end time (ns)."""
+        item, remaining, c = self.item, self.remaining, self.c
+        for d in range(self.devices):
+            i = item[d]
+            if i >= 0 and self.run_from[d] + remaining[i] <= t:
+                self.finish[i] = self.run_from[d] + remaining[i]
+                self.busy[d] += self.finish[i] - self.given[d]
+                c["work_done_ns"] += remaining[i]
+                remaining[i], item[d], self.run_cls[d] = 0, -1, -1
+                c["events"] += 1
+
+    def admit(self, t: int) -> None:
+        """Step 2: queue the requests that arrived by ``t`` (ns)."""
+        while self.nxt < self.n and self.arrival[self.nxt] <= t:
+            self.push(self.nxt, False)
+            self.c["work_in_ns"] += self.work[self.nxt]
+            self.c["events"] += 1
+            self.nxt += 1
+
+    def assign(self, t: int) -> bool:
+        """Step 3: every free device takes queued work at ``t``; True if any did."""
+        decided = False
+        for d in range(self.devices):
+            if self.item[d] < 0 and most_urgent(self.qlen, self.n_classes) >= 0:
+                self.give(d, t, 0)
+                decided = True
+        return decided
+
+    def preempt(self, t: int) -> bool:
+        """Step 4: pause less urgent running items while urgent work waits at ``t``; True if any was."""
+        decided = False
+        while most_urgent(self.qlen, self.n_classes) >= 0:
+            victim = pause_victim(self.run_cls, self.devices, most_urgent(self.qlen, self.n_classes))
+            if victim < 0:
+                break
+            i, done = self.item[victim], self.done_by(victim, t)
+            self.remaining[i] -= done
+            self.c["work_done_ns"] += done
+            self.busy[victim] += t - self.given[victim]
+            self.pauses[i] += 1
+            self.push(i, True)
+            self.c["preemptions"] += 1
+            self.c["pause_overhead_ns"] += self.pause_ns
+            self.c["events"] += 1
+            self.give(victim, t, self.pause_ns)
+            decided = True
+        return decided
+
+    def audit(self, t: int) -> None:
+        """Recount at ``t``: work in = work done (credited + in progress) + work owed (ns)."""
+        busy_now = [d for d in range(self.devices) if self.item[d] >= 0]
+        in_progress = sum(self.done_by(d, t) for d in busy_now)
+        owed = sum(self.remaining[i] for qu in self.queues for i in qu)
+        owed += sum(self.remaining[self.item[d]] - self.done_by(d, t) for d in busy_now)
+        self.c["audited"] += 1
+        self.c["violations"] += self.c["work_in_ns"] != self.c["work_done_ns"] + in_progress + owed
+
+    def soonest(self):
+        """The next arrival or end time (ns), None when nothing is left."""
+        ends = [self.run_from[d] + self.remaining[self.item[d]] for d in range(self.devices) if self.item[d] >= 0]
+        return min(ends + self.arrival[self.nxt:self.nxt + 1], default=None)
+
+    def snapshot(self, t: int) -> None:
+        """Credit the items still running at the end ``t`` (ns) with the work they did."""
+        for d in range(self.devices):
+            if self.item[d] >= 0:
+                done = self.done_by(d, t)
+                self.remaining[self.item[d]] -= done
+                self.c["work_done_ns"] += done
+                self.busy[d] += t - self.given[d]
+
+
 def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, resume_ns,
                  preempt, n_classes, horizon_ns=-1, audit=False) -> dict:
     """Run the decision loop; see the module docstring for the model.
@@ -168,99 +289,28 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
      horizon_ns, audit) = check_kernel_inputs(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns,
                                               resume_ns, preempt, n_classes, horizon_ns, audit)
     arrival, work, prio = (a.tolist() for a in (arrival_ns, work_ns, priority))
-    n, q = len(arrival), quantum_ns
+    q = quantum_ns
     last_tick = (NO_HORIZON if horizon_ns < 0 else horizon_ns) // q * q
-    remaining = list(work)     # work still needed (for a running item: as of run_from)
-    start, finish, pauses = [-1] * n, [-1] * n, [0] * n
-    queues = [deque() for _ in range(n_classes)]
-    qlen = [0] * n_classes     # len(queues[k]): what the class rule reads
-    item = [-1] * devices      # item each device runs (-1: free)
-    run_cls = [-1] * devices   # class of that item (-1: free): what the pause rule reads
-    given = [0] * devices      # boundary at which it got the item
-    run_from = [0] * devices   # when its useful work begins (after pause/resume costs)
-    busy = [0] * devices       # device time used, overheads included
-    c = dict.fromkeys(("work_in_ns", "work_done_ns", "preemptions", "pause_overhead_ns",
-                       "resume_overhead_ns", "visited", "decisions", "events",
-                       "audited", "violations"), 0)
-
-    def push(i, front):
-        (queues[prio[i]].appendleft if front else queues[prio[i]].append)(i)
-        qlen[prio[i]] += 1
-
-    def give(d, t, overhead):
-        k = most_urgent(qlen, n_classes)
-        i = queues[k].popleft()
-        qlen[k] -= 1
-        run_cls[d] = k
-        if pauses[i]:  # restarting a paused item costs a resume
-            overhead += resume_ns
-            c["resume_overhead_ns"] += resume_ns
-        item[d], given[d], run_from[d] = i, t, start_after(t, overhead, q)  # t is a boundary
-        if start[i] < 0:
-            start[i] = run_from[d]
-        c["events"] += 1
-
-    def done_by(d, t):  # useful work of device d's item between run_from and t
-        return min(max(t - run_from[d], 0), remaining[item[d]])
-
-    t, nxt = 0, 0
+    node = _Node(arrival, work, prio, devices, quantum_ns, pause_ns, resume_ns, n_classes)
+    c = node.c
+    t = 0
     while True:
-        decided = False
-        for d in range(devices):  # 1. retire
-            i = item[d]
-            if i >= 0 and run_from[d] + remaining[i] <= t:
-                finish[i] = run_from[d] + remaining[i]
-                busy[d] += finish[i] - given[d]
-                c["work_done_ns"] += remaining[i]
-                remaining[i], item[d], run_cls[d] = 0, -1, -1
-                c["events"] += 1
-        while nxt < n and arrival[nxt] <= t:  # 2. admit
-            push(nxt, False)
-            c["work_in_ns"] += work[nxt]
-            c["events"] += 1
-            nxt += 1
-        for d in range(devices):  # 3. assign free devices
-            if item[d] < 0 and most_urgent(qlen, n_classes) >= 0:
-                give(d, t, 0)
-                decided = True
-        while preempt and most_urgent(qlen, n_classes) >= 0:  # 4. micro-preemption
-            victim = pause_victim(run_cls, devices, most_urgent(qlen, n_classes))
-            if victim < 0:
-                break
-            i, done = item[victim], done_by(victim, t)
-            remaining[i] -= done
-            c["work_done_ns"] += done
-            busy[victim] += t - given[victim]
-            pauses[i] += 1
-            push(i, True)
-            c["preemptions"] += 1
-            c["pause_overhead_ns"] += pause_ns
-            c["events"] += 1
-            give(victim, t, pause_ns)
-            decided = True
-        if audit:  # work in = work done (credited + in progress) + work owed, recounted
-            busy_now = [d for d in range(devices) if item[d] >= 0]
-            in_progress = sum(done_by(d, t) for d in busy_now)
-            owed = sum(remaining[i] for qu in queues for i in qu)
-            owed += sum(remaining[item[d]] - done_by(d, t) for d in busy_now)
-            c["audited"] += 1
-            c["violations"] += c["work_in_ns"] != c["work_done_ns"] + in_progress + owed
+        node.retire(t)
+        node.admit(t)
+        decided = node.assign(t)
+        if preempt:
+            decided = node.preempt(t) or decided
+        if audit:
+            node.audit(t)
         c["visited"] += 1
         c["decisions"] += decided
         # Next boundary at which something can change (an arrival or an end), rounded up.
-        ends = [run_from[d] + remaining[item[d]] for d in range(devices) if item[d] >= 0]
-        soonest = min(ends + arrival[nxt:nxt + 1], default=None)
+        soonest = node.soonest()
         if soonest is None or t >= last_tick:
             break
         t = min(next_boundary(soonest, q), last_tick)
-
-    for d in range(devices):  # snapshot the items still running at the end
-        if item[d] >= 0:
-            done = done_by(d, t)
-            remaining[item[d]] -= done
-            c["work_done_ns"] += done
-            busy[d] += t - given[d]
+    node.snapshot(t)
     as_array = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
-    return dict(c, start_ns=as_array(start), finish_ns=as_array(finish),
-                remaining_ns=as_array(remaining), pauses=as_array(pauses),
-                busy_ns=as_array(busy), end_ns=t, admitted=nxt)
+    return dict(c, start_ns=as_array(node.start), finish_ns=as_array(node.finish),
+                remaining_ns=as_array(node.remaining), pauses=as_array(node.pauses),
+                busy_ns=as_array(node.busy), end_ns=t, admitted=node.nxt)

@@ -579,6 +579,7 @@ class Core:
             A["view_ver"][i] = ta
 
     def _lease_decide(self, r, ta):
+        """The lease arrives at node A["node"][r] at ``ta`` (ns): validate, then accept, preempt, queue or refuse."""
         A = self.A
         cnt = A["cnt"]
         i = int(A["node"][r])
@@ -594,10 +595,27 @@ class Core:
         free = int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])
         c = int(A["cls"][r])
         prio = int(A["cls_prio"][c])
-        # The victim: with micro-preemption, the dispatcher's pause rule picks the least urgent
-        # running inference copy of a class below this one (node.dispatcher_ref.pause_victim,
-        # lowest device on a tie); training goes first when it is no more urgent than that.
-        v, v_prio, off = -1, prio, int(A["slot_off"][i])
+        v, v_prio = self._lease_victim(i, c, free)
+        # The validator's rule (regional.validator_ref): one device, the victim's priority as
+        # the node's lowest (min_prio = prio when nothing can go).
+        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE, v_prio, prio)
+        if verdict == LR_ACCEPT:
+            cnt[K_ACCEPT] += 1
+            self._accept_start(r, i, tv, tv, 0, 0)
+        elif verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
+            self._lease_micro(r, i, tv, v)
+        elif verdict == LR_PREEMPT:
+            self._lease_evict(r, i, tv, prio)
+        else:
+            self._lease_queue(r, i, tv)
+
+    def _lease_victim(self, i, c, free):
+        """The victim on node i for class c with ``free`` devices: (slot index or -1 for training, its priority)."""
+        # With micro-preemption, the dispatcher's pause rule picks the least urgent running
+        # inference copy of a class below this one (node.dispatcher_ref.pause_victim, lowest
+        # device on a tie); training goes first when it is no more urgent than that.
+        A = self.A
+        v, v_prio, off = -1, int(A["cls_prio"][c]), int(A["slot_off"][i])
         if free == 0 and self.preempt == PRE_MICRO and A["run"][i] > 0:
             dev = int(A["node_dev"][i])
             v = pause_victim(A["slot_rank"][off:off + dev], dev, int(A["cls_rank"][c]))
@@ -605,54 +623,59 @@ class Core:
                 v_prio = int(A["cls_prio"][A["cls"][int(A["slot_copy"][off + v]) >> 1]])
         if A["train"][i] > 0 and (v < 0 or self.train_prio <= v_prio):
             v, v_prio = -1, self.train_prio
-        # The validator's rule (regional.validator_ref): one device, the victim's priority as
-        # the node's lowest (min_prio = prio when nothing can go).
-        verdict = lease_verdict(free, 1, self.preempt != PRE_NONE, v_prio, prio)
-        if verdict == LR_ACCEPT:
-            cnt[K_ACCEPT] += 1
-            self._accept_start(r, i, tv, tv, 0, 0)
+        return v, v_prio
+
+    def _lease_micro(self, r, i, tv, v):
+        """Micro-preemption at ``tv`` (ns): borrow a training device, or pause slot v's copy at the next boundary."""
+        A = self.A
+        A["cnt"][K_ACCEPT_MICRO] += 1
+        if v < 0:  # a training kernel is paused: its device is borrowed
+            A["train"][i] -= 1
+            self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
             return
-        if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
-            cnt[K_ACCEPT_MICRO] += 1
-            if v < 0:  # a training kernel is paused: its device is borrowed
-                A["train"][i] -= 1
-                self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
-                return
-            cp = int(A["slot_copy"][off + v])
-            tb = next_boundary(tv, self.quantum_ns)
-            if A["cend"][cp] <= tb:
-                # The victim ends by the boundary: nothing to pause, its device serves the
-                # queue there (this request is the most urgent in it).
-                A["ready"][r] = tv
-                self._q_push(i, 2 * r, False)
-                self._trace(r, tv, TR_QUEUED, i)
-                return
-            slot, borrowed = self._pause(cp, tb)
-            self._accept_start(r, i, tv, tv, self.micro_ns, borrowed, slot)
+        cp = int(A["slot_copy"][int(A["slot_off"][i]) + v])
+        tb = next_boundary(tv, self.quantum_ns)
+        if A["cend"][cp] <= tb:
+            # The victim ends by the boundary: nothing to pause, its device serves the
+            # queue there (this request is the most urgent in it).
+            A["ready"][r] = tv
+            self._q_push(i, 2 * r, False)
+            self._trace(r, tv, TR_QUEUED, i)
             return
-        if verdict == LR_PREEMPT:  # checkpoint: evict the validator's victim (every shard has train_prio)
-            lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
-            state, devs = A["shard_state"], A["shard_dev"]
-            # No device is free and one is needed, so the first victim is the only one.
-            sh, _ = cover_victims(lambda s: state[s] == 0, lambda s: self.train_prio, lambda s: int(devs[s]),
-                                  lo, hi, 0, 1, prio)
-            if sh < 0:
-                sh = hi - 1
-            d = int(A["shard_dev"][sh])
-            ck = int(A["node_ckpt_ns"][i])
-            A["shard_state"][sh] = 1
-            A["train"][i] -= d
-            A["hold"][i] += d - 1
-            if d > 1:
-                self._push(tv + ck, sh, EV_CKPT)
-            cnt[K_EVICT] += 1
-            cnt[K_LOST_NS] += d * lost_work_ns(tv, int(A["shard_start"][sh]), self.ckpt_interval_ns)  # the lease rule's
-            cnt[K_CKPT_NS] += d * ck
-            cnt[K_ACCEPT_CKPT] += 1
-            self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed
-            return
+        slot, borrowed = self._pause(cp, tb)
+        self._accept_start(r, i, tv, tv, self.micro_ns, borrowed, slot)
+
+    def _lease_evict(self, r, i, tv, prio):
+        """Checkpoint preemption at ``tv`` (ns): evict the validator's victim shard, start once checkpointed."""
+        A = self.A
+        cnt = A["cnt"]
+        lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
+        state, devs = A["shard_state"], A["shard_dev"]
+        # Every shard has train_prio. No device is free and one is needed, so the first
+        # victim is the only one.
+        sh, _ = cover_victims(lambda s: state[s] == 0, lambda s: self.train_prio, lambda s: int(devs[s]),
+                              lo, hi, 0, 1, prio)
+        if sh < 0:
+            sh = hi - 1
+        d = int(A["shard_dev"][sh])
+        ck = int(A["node_ckpt_ns"][i])
+        A["shard_state"][sh] = 1
+        A["train"][i] -= d
+        A["hold"][i] += d - 1
+        if d > 1:
+            self._push(tv + ck, sh, EV_CKPT)
+        cnt[K_EVICT] += 1
+        cnt[K_LOST_NS] += d * lost_work_ns(tv, int(A["shard_start"][sh]), self.ckpt_interval_ns)  # the lease rule's
+        cnt[K_CKPT_NS] += d * ck
+        cnt[K_ACCEPT_CKPT] += 1
+        self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed
+
+    def _lease_queue(self, r, i, tv):
+        """No device now: queue at ``tv`` (ns) if the node's queue has room and a device will free, else refuse."""
         # Queue only behind inference (or a checkpoint) that will free a device; a node
         # whose devices all run training would keep the request forever.
+        A = self.A
+        cnt = A["cnt"]
         if A["qlen"][i] < self.node_queue and A["run"][i] + A["hold"][i] > 0:
             cnt[K_ACCEPT] += 1
             cnt[K_QUEUED] += 1

@@ -348,32 +348,17 @@ def hint_demand(cfg: SimConfig) -> int:
     return max(1, cfg.devices_per_node // 2)
 
 
-@on_small_pages  # the per-request arrays (about 150 B a request): see sim.pages
-def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
-                 layout: RegionLayout | None = None) -> RegionRun:
-    """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core.
-
-    ``layout``: its :class:`RegionLayout` if already made (the fleet planner's t = 0 snapshot).
-    """
-    lay = layout if layout is not None else RegionLayout(cfg, region)
-    cfg, rng, keys = lay.cfg, lay.rng, lay.keys
-    n = len(lay.node_type)
-    cat = default_catalog()
-    power = np.array([cat[k].tdp_w for k in keys])
-    node_type, node_dev, node_cell = lay.node_type, lay.node_dev, lay.node_cell
-    times, energy = lay.times, lay.energy
-    C, T = times.shape
-    sh_node, sh_dev, sh_start = lay.training
-    train, inf_dev, rate = lay.train, lay.inf_dev, lay.rate
-    shares = np.array([c.share for c in cfg.classes])
-
-    arr = _arrivals(cfg, rate, rng)
+def _requests(cfg: SimConfig, lay: RegionLayout):
+    """Draw the requests: arrival times (s), classes (int8) and the two service multipliers (mean 1, float32)."""
+    rng, C = lay.rng, lay.times.shape[0]
+    arr = _arrivals(cfg, lay.rate, rng)
     R = arr.size
     if R >= 2**30 - 1 or C > 127:  # the per-copy arrays hold copy ids (2 per request) in int32, classes in int8
         from magnum_lib.base.validate import ParameterError
         raise ParameterError("duration_s" if C <= 127 else "classes",
                              f"gives {R} requests and {C} classes; at most 2^30 - 2 and 127")
     from magnum_lib.workload import categorical
+    shares = np.array([c.share for c in cfg.classes])
     cls = categorical(rng, shares, R)  # = rng.choice(C, size=R, p=shares), in int8 blocks
     # service multipliers (mean 1), drawn in float32 as they are stored
     if cfg.service == "exp":
@@ -386,10 +371,14 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
             x *= np.float32(math.sqrt(s2))
             x -= np.float32(s2 / 2)
             np.exp(x, out=x)
+    return arr, cls, noise, hnoise
 
-    # Pools: per scheduler scope and class, node lists tried in order.
-    S = cfg.schedulers
-    scopes = [np.arange(n)] * S if cfg.scope == "region" else [np.flatnonzero(node_cell == s) for s in range(S)]
+
+def _pools(cfg: SimConfig, lay: RegionLayout) -> dict:
+    """The pools: per scheduler scope and class, node lists tried in order (node ids), with hash rings."""
+    times, energy, node_type = lay.times, lay.energy, lay.node_type
+    n, C, S = len(node_type), times.shape[0], cfg.schedulers
+    scopes = [np.arange(n)] * S if cfg.scope == "region" else [np.flatnonzero(lay.node_cell == s) for s in range(S)]
     pool_nodes, pool_off, cpool, cpool_off = [], [0], [], [0]
     ring_key, ring_node, ring_off = [], [], [0]
     cache = {}
@@ -425,7 +414,16 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
             for g in groups:
                 cpool.append(pool_for(s, g, c))
             cpool_off.append(len(cpool))
+    return dict(pool_nodes=np.concatenate(pool_nodes).astype(np.int64), pool_off=np.array(pool_off, dtype=np.int64),
+                cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
+                ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),
+                ring_off=np.array(ring_off, dtype=np.int64))
 
+
+def _node_tables(cfg: SimConfig, lay: RegionLayout, cat) -> dict:
+    """Service times and setup per class (ns), hedge targets per (class, type), shards and checkpoint cost per node (ns)."""
+    times, node_type = lay.times, lay.node_type
+    n, (C, T) = len(node_type), times.shape
     service = np.where(np.isfinite(times), np.rint(times * NS_PER_S), -1).astype(np.int64)
     setup = np.array([0 if cfg.pre_reserve else _ns(c.setup_s) for c in cfg.classes], dtype=np.int64)
     # Hedge targets per (class, type): the nodes of the type that can serve the class (for a
@@ -433,13 +431,17 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
     ct_nodes = [np.flatnonzero((node_type == t) & lay.graph_ok[c]) for c in range(C) for t in range(T)]
     type_nodes = np.concatenate(ct_nodes).astype(np.int64)
     type_off = np.concatenate([[0], np.cumsum([len(x) for x in ct_nodes])]).astype(np.int64)
-    node_shard_off = np.concatenate([[0], np.cumsum(np.bincount(sh_node, minlength=n))]).astype(np.int64)
-    mem = np.array([cat[k].memory_bytes for k in keys], dtype=np.float64)
+    node_shard_off = np.concatenate([[0], np.cumsum(np.bincount(lay.training[0], minlength=n))]).astype(np.int64)
+    mem = np.array([cat[k].memory_bytes for k in lay.keys], dtype=np.float64)
     ckpt = np.rint(checkpoint_s(mem[node_type] * cfg.training_memory_fraction, cfg.checkpoint_bandwidth) * NS_PER_S)
     if cfg.preempt == "kill":  # evicted at once: no checkpoint delay, the work since the last is lost
         ckpt[:] = 0
+    return dict(node_ckpt_ns=ckpt.astype(np.int64), service=service.ravel(), cls_setup=setup,
+                type_nodes=type_nodes, type_off=type_off, node_shard_off=node_shard_off)
 
-    # Gossip: rounds for a node's update to reach the scheduler, from the dissemination layer.
+
+def _gossip_lag(cfg: SimConfig, n: int, rng) -> tuple[np.ndarray, int]:
+    """Gossip: rounds for a node's update to reach the scheduler (per node), and the snapshot ring's length."""
     lag_dist = np.zeros(1, dtype=np.int64)
     ring_m = 2
     if cfg.view == "gossip":
@@ -449,15 +451,20 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
         rounds = g.infection_round[1:]
         lag_dist = np.where(rounds < 0, 1000, rounds).astype(np.int64)
         ring_m = int(min(64, lag_dist.max() + 2))
-    part = np.zeros(n, dtype=np.int64)
-    if cfg.partition_fraction > 0:
-        part[rng.permutation(n)[: int(round(cfg.partition_fraction * n))]] = 1
+    return lag_dist, ring_m
 
+
+def _core_arrays(cfg: SimConfig, lay: RegionLayout, requests, tables: dict, ring_m: int, part: np.ndarray) -> dict:
+    """The core's arrays (contract.ARRAYS): node state, queues, slots, per request and per copy (times in ns)."""
+    arr, cls, noise, hnoise = requests
+    node_dev, node_type, train = lay.node_dev, lay.node_type, lay.train
+    sh_node, sh_dev, sh_start = lay.training
+    n, R, (C, T), S = len(node_type), arr.size, lay.times.shape, cfg.schedulers
     z = lambda k, dt=np.int64: np.zeros(k, dtype=dt)  # noqa: E731
     cls_rank, NR = dispatch_classes([c.priority for c in cfg.classes])
     slot_off = np.concatenate([[0], np.cumsum(node_dev)]).astype(np.int64)
     A = dict(
-        node_dev=node_dev, node_type=node_type, node_ckpt_ns=ckpt.astype(np.int64),
+        node_dev=node_dev, node_type=node_type, node_ckpt_ns=tables["node_ckpt_ns"],
         run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
         view_busy=z(n), view_train=train.copy(), view_time=z(n), view_ver=np.full(n, -1, dtype=np.int64),
         snap_busy=z(n * ring_m), snap_train=np.tile(train, ring_m), lag=z(n), part=part,
@@ -475,19 +482,23 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
         ready=z(R), expiry=z(R),
         cstate=z(2 * R, np.int8), cnode=np.full(2 * R, -1, dtype=np.int32), cstart=z(2 * R), cborrow=z(2 * R, np.int8),
         cend=z(2 * R), cq_next=np.full(2 * R, -1, dtype=np.int32), cslot=z(2 * R, np.int8),
-        pool_nodes=np.concatenate(pool_nodes).astype(np.int64), pool_off=np.array(pool_off, dtype=np.int64),
-        cpool=np.array(cpool, dtype=np.int64), cpool_off=np.array(cpool_off, dtype=np.int64),
-        ring_key=np.concatenate(ring_key).astype(np.int64), ring_node=np.concatenate(ring_node).astype(np.int64),
-        ring_off=np.array(ring_off, dtype=np.int64),
+        **_pools(cfg, lay),
         hint_off=z(C + 1), hint_nodes=np.full(max(n, C * cfg.hint_jobs), -1, dtype=np.int64),
         shard_node=sh_node, shard_dev=sh_dev, shard_start=sh_start, shard_state=z(len(sh_node)),
-        node_shard_off=node_shard_off,
-        service=service.ravel(), cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64), cls_rank=cls_rank,
-        cls_setup=setup, type_nodes=type_nodes, type_off=type_off,
+        node_shard_off=tables["node_shard_off"],
+        service=tables["service"], cls_prio=np.array([c.priority for c in cfg.classes], dtype=np.int64), cls_rank=cls_rank,
+        cls_setup=tables["cls_setup"], type_nodes=tables["type_nodes"], type_off=tables["type_off"],
         cnt=z(contract.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((contract.TRACE_ROWS, 3), -1, dtype=np.int64),
     )
     if cfg.view != "fresh":
         A["view_busy"][:] = 0
+    return A
+
+
+def _core_params(cfg: SimConfig, A: dict, T: int, ring_m: int, rng) -> list:
+    """The core's parameters in contract.PARAMS order (times in ns; the core's seed drawn from ``rng``)."""
+    n, R, C, S = A["node_dev"].size, A["arr"].size, len(cfg.classes), cfg.schedulers
+    NR = dispatch_classes([c.priority for c in cfg.classes])[1]
     trace_id = cfg.trace_request if cfg.trace_request >= 0 else R // 2
     P = dict(n_nodes=n, n_req=R, n_types=T, n_cls=C, n_sched=S, round_ns=max(1, _ns(cfg.round_s)),
              rtt_half_ns=_ns(cfg.rtt_s / 2), c_round_ns=_ns(cfg.c_round_s), c_dec_ns=_ns(cfg.c_decision_s),
@@ -502,14 +513,39 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
              part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
              part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1,
              n_rank=NR, resume_ns=_ns(cfg.micro_resume_s), part_leases=int(cfg.partition_leases))
-    params = [P[k] for k in contract.PARAMS]
+    return [P[k] for k in contract.PARAMS]
+
+
+@on_small_pages  # the per-request arrays (about 150 B a request): see sim.pages
+def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
+                 layout: RegionLayout | None = None) -> RegionRun:
+    """Build region ``region`` of ``cfg``: cluster, requests, training, views, the core.
+
+    ``layout``: its :class:`RegionLayout` if already made (the fleet planner's t = 0 snapshot).
+    Draws from the layout's generator in a fixed order: requests, the gossip seed, the
+    partition, the core's seed, the nodes' lags.
+    """
+    lay = layout if layout is not None else RegionLayout(cfg, region)
+    cfg, rng, keys = lay.cfg, lay.rng, lay.keys
+    n = len(lay.node_type)
+    cat = default_catalog()
+    C, T = lay.times.shape
+    requests = _requests(cfg, lay)
+    tables = _node_tables(cfg, lay, cat)
+    lag_dist, ring_m = _gossip_lag(cfg, n, rng)
+    part = np.zeros(n, dtype=np.int64)
+    if cfg.partition_fraction > 0:
+        part[rng.permutation(n)[: int(round(cfg.partition_fraction * n))]] = 1
+    A = _core_arrays(cfg, lay, requests, tables, ring_m, part)
+    params = _core_params(cfg, A, T, ring_m, rng)
     A["lag"][:] = rng.choice(lag_dist, size=n)
     core = core_module(backend).Core(A, np.array(params, dtype=np.int64))
-    run = RegionRun(cfg, A, params, core, keys, power, times, rate, lag_dist, inf_dev)
-    run.energy = energy  # joules per request by (class, type): the summary's power per type
+    power = np.array([cat[k].tdp_w for k in keys])
+    run = RegionRun(cfg, A, params, core, keys, power, lay.times, lay.rate, lag_dist, lay.inf_dev)
+    run.energy = lay.energy  # joules per request by (class, type): the summary's power per type
     run.rng = rng
-    run.hint_types = np.array([type_order(cfg, times, energy, c)[0] for c in range(C)], dtype=np.int64)
-    run.node_cell = node_cell
+    run.hint_types = np.array([type_order(cfg, lay.times, lay.energy, c)[0] for c in range(C)], dtype=np.int64)
+    run.node_cell = lay.node_cell
     run.layout = lay
     run.t = 0
     run.plan_times = []  # when hints were applied (ns)
