@@ -265,7 +265,7 @@ def test_fuzz_new_surfaces(tmp_path, monkeypatch, capsys):
             verdict, detail = _run(argv)
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict != "clean":
-            bad.append((verdict, " ".join(argv)[-160:], detail))
+            bad.append((verdict, " ".join(map(str, argv))[-160:], detail))
     wall = time.perf_counter() - t0
     with capsys.disabled():
         print(f"\nfuzz of the new surfaces: {len(cases)} cases in {wall:.1f} s: {counts}")

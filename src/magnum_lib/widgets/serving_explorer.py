@@ -38,7 +38,7 @@ class ServingExplorer(BlittedExplorer):
         self.n, self.slo = int(n), (float(slo_ttft_s), float(slo_tpot_s))
         controls = {
             "load": slider(widgets.FloatLogSlider, "load (x trace rate)", value=load, base=2, min=-1, max=3,
-                           step=0.5, readout_format=".2f"),
+                           step=0.125, readout_format=".2f"),
             "token_budget": slider(widgets.SelectionSlider, "token budget", options=BUDGETS, value=token_budget),
             "kv_blocks": slider(widgets.SelectionSlider, "KV pages / replica", options=KV_BLOCKS, value=kv_blocks),
             "split": slider(widgets.SelectionSlider, "P:D (4 replicas)", options=tuple(serving_model.SPLITS),
