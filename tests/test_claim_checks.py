@@ -7,6 +7,8 @@ can move cannot fail, and is a defect.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import magnum_lib
@@ -84,3 +86,48 @@ def test_bad_requests():
         Verdict("C1", "plausible", "a word that is not a verdict")
     with pytest.raises(ParameterError, match="because"):
         Verdict("C1", "refuted", " ")
+
+
+# -- verdicts that rest on a compiled kernel's speed (issue 20: the pure-Python backend) ------
+SPEED = sorted(cid for cid, c in checks.REGISTRY.items() if c.speed)
+
+
+def test_the_loop_checks_are_marked_as_resting_on_the_compiled_loop():
+    assert {"C5", "C19"} <= set(SPEED)
+
+
+@pytest.mark.parametrize("cid", SPEED)
+def test_on_the_python_backend_show_prints_the_recorded_verdict_and_does_not_measure(cid, capsys, monkeypatch):
+    measured = []
+    check = replace(checks.get(cid), measure=lambda **kw: measured.append(kw) or {})
+    monkeypatch.setitem(checks.REGISTRY, cid, check)
+    v = checks.show(cid, backend="python")
+    out = capsys.readouterr().out.splitlines()
+    rec = claims.get(cid)
+    assert "compiled kernel's speed" in out[0] and "not re-measured" in out[0]
+    assert out[1] == f"{cid}: {rec.verdict}. {rec.because}"
+    assert (v.verdict, v.because, v.figures) == (rec.verdict, rec.because, {"recorded": True})
+    assert not check.measurable(backend="python")
+    assert not measured
+
+
+def test_a_speed_check_whose_kernel_is_not_built_is_not_measured(capsys, monkeypatch):
+    # An install without a compiler: the default inputs (backend="compiled") name a kernel that is absent.
+    absent = replace(checks.get("C19"), speed="magnum_lib.node._no_such_kernel", measure=None)
+    assert not absent.measurable()
+    monkeypatch.setitem(checks.REGISTRY, "C19", absent)
+    v = checks.show("C19")        # does not raise, does not measure (measure is None)
+    assert v.figures == {"recorded": True} and "not re-measured" in capsys.readouterr().out
+    assert not replace(checks.get("C19"), speed="no_such_package._kernel").measurable()
+    assert checks.get("C24").measurable()       # a check that is not about speed always measures
+
+
+@needs_compiled
+@pytest.mark.parametrize("cid", SPEED)
+def test_with_the_compiled_loop_show_measures_and_can_still_fail(cid, capsys):
+    check = checks.get(cid)
+    assert check.measurable()
+    v = checks.show(cid)
+    assert "recorded" not in v.figures and "decision_ns" in v.figures
+    with pytest.raises(AssertionError, match="claims.yaml records"):   # a perturbation is still measured
+        checks.show(cid, **check.perturbations[0])

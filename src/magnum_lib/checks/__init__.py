@@ -64,7 +64,20 @@ def show(claim_id: str, numbers: dict | None = None, **inputs) -> Verdict:
 
     Raises ``AssertionError`` when the verdict differs from the one recorded in
     ``claims.yaml``: either the model changed or the recorded verdict is stale.
+
+    A verdict that rests on a compiled kernel's speed (``ClaimCheck.speed``) is not
+    measured where that kernel is absent or ``backend="python"`` is asked for: ``show``
+    then says so in one line and prints the recorded verdict, marked as recorded
+    (``figures["recorded"]`` is True), rather than a verdict measured on the wrong kernel.
     """
+    c = get(claim_id)
+    if numbers is None and not c.measurable(**inputs):
+        rec = claims.get(claim_id)
+        print(f"{claim_id}: this verdict rests on the compiled kernel's speed ({c.speed}), which this run "
+              f"does not use (pure-Python backend); recorded in claims.yaml, not re-measured:")
+        v = Verdict(claim_id, rec.verdict, rec.because, {"recorded": True})
+        print(v)
+        return v
     v = judge(claim_id, numbers) if numbers is not None else run(claim_id, **inputs)
     print(v)
     recorded = claims.get(claim_id).verdict

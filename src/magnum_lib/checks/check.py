@@ -8,6 +8,7 @@ verdict. A check whose verdict no input can move is a check that cannot fail.
 """
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,11 @@ class ClaimCheck:
     ``defaults`` are the inputs the recorded verdict was measured with (small enough to run
     in a test in seconds); each entry of ``perturbations`` overrides some of them, and the
     verdict under it must differ from the recorded one.
+
+    ``speed`` names the compiled module whose speed the verdict rests on (empty when the
+    verdict does not depend on speed). Such a verdict is only measured on that kernel:
+    :meth:`measurable` is False when it is not built (an install without a C compiler) or
+    when the inputs ask for ``backend="python"``.
     """
 
     claim: str
@@ -34,6 +40,7 @@ class ClaimCheck:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     perturbations: tuple[Mapping[str, Any], ...] = ()
     about: str = ""
+    speed: str = ""
 
     def __post_init__(self):
         claims.get(self.claim)   # an unknown id raises here, when the registry is built
@@ -51,3 +58,14 @@ class ClaimCheck:
     def run(self, **overrides) -> Verdict:
         """Measure with the defaults (or ``overrides``) and judge."""
         return self.judge(self.measure(**self.inputs(**overrides)))
+
+    def measurable(self, **overrides) -> bool:
+        """Whether this install can measure the verdict with these inputs (see ``speed``)."""
+        if not self.speed:
+            return True
+        if self.inputs(**overrides).get("backend") == "python":
+            return False
+        try:
+            return importlib.util.find_spec(self.speed) is not None
+        except ImportError:   # its package itself is missing
+            return False
