@@ -335,3 +335,31 @@ def test_every_naive_answer_belongs_to_an_exercise():
         for answer in answers:
             if isinstance(answer, Together):
                 assert set(answer) <= set(found[name]), f"NAIVE[{name!r}]: {sorted(answer)} not in {found[name]}"
+
+
+# Issue 19 §1: a comparison reports the same statistics at every step, and always the mean
+# and the p99.9 beside the p95. A table is a printed line whose column headers include "p95"
+# (after two or more spaces, as pandas and the notebooks' f-strings lay them out).
+_P95_COLUMN = re.compile(r"(?:^|\s{2,})p95(?: ms| µs)?(?=\s{2,}|\s*$|\s+p99)")
+COMPARISON_NOTEBOOKS = ("07", "08", "09")   # the evolution, the whole system, the future
+
+
+def tables_missing_statistics(printed: str) -> list[str]:
+    """Header lines of ``printed`` that show a p95 column without a mean and a p99.9 column."""
+    return [line.strip() for line in printed.splitlines()
+            if _P95_COLUMN.search(line) and not ("mean" in line and "p99.9" in line)]
+
+
+def test_the_table_rule_catches_a_table_without_its_mean_or_tail():
+    assert tables_missing_statistics("  preset   p95 ms  started\nborg  3.1  99%") == ["preset   p95 ms  started"]
+    assert tables_missing_statistics("round    mean    p95\n") == ["round    mean    p95"]
+    ok = "  preset   mean ms   p95 ms p99.9 ms\n  p95 drop per step: 1.0x\nmean 2.1, p95 3.7, p99.9 6.5 ms"
+    assert tables_missing_statistics(ok) == []
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem[:2] in COMPARISON_NOTEBOOKS],
+                         ids=lambda p: p.stem[:2])
+def test_every_p95_table_shows_the_mean_and_the_p999(path, solutions_env):
+    _records(path)
+    bad = tables_missing_statistics(_PRINTED[path.stem])
+    assert not bad, f"{path.name}: tables with a p95 but no mean or p99.9 beside it: {bad}"
