@@ -121,9 +121,10 @@ notebooks: build
 		--nbval-lax --nbval-current-env $$ignore .
 
 # Each browser test starts its own JupyterLab (own port, folders and settings), so two run
-# at once; the classroom-hub test needs the proxy (make hub-proxy).
+# at once; the classroom-hub test needs the proxy (make hub-proxy). One file per worker
+# (--dist loadfile): the hub test's module starts one hub, whose proxy API has one port.
 browser: build chromium hub-proxy
-	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) tests/browser
+	$(PY) -m pytest -q -p no:cacheprovider $(NB_XDIST) tests/browser
 
 test: build chromium
 	@start=$$(date +%s); \
