@@ -26,7 +26,6 @@ import argparse
 import fnmatch
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -36,29 +35,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TARGET_MS = 300.0
 NOTEBOOK_TARGET_S = 180.0
-
-
-def _drive(explorer, steps, changes: int) -> dict:
-    """Replay ``steps`` as bench_widgets.py does; time each change in wall and CPU time
-    (CPU time of this process: what a quiet laptop would wait, on a shared machine too)."""
-    name, value = steps[0]
-    explorer.controls[name].value = value  # warm-up (imports, font cache)
-    wall, cpu, idle = [], [], 0
-    for k in range(changes):
-        name, value = steps[(k + 1) % len(steps)]
-        before = explorer.updates
-        w0, c0 = time.perf_counter(), time.process_time()
-        explorer.controls[name].value = value
-        if explorer.updates == before:   # clamped to a smaller slider: nothing ran, so not timed
-            idle += 1
-            continue
-        cpu.append((time.process_time() - c0) * 1e3)
-        wall.append((time.perf_counter() - w0) * 1e3)
-    return {"median_ms": round(statistics.median(wall), 1), "cpu_median_ms": round(statistics.median(cpu), 1),
-            "p90_ms": round(sorted(wall)[int(0.9 * (len(wall) - 1))], 1),
-            "cpu_p90_ms": round(sorted(cpu)[int(0.9 * (len(cpu) - 1))], 1), "cpu_max_ms": round(max(cpu), 1),
-            "timed_changes": len(wall),
-            "changes_without_update": idle}
 
 
 def measure(changes: int, only: str | None) -> dict:
@@ -73,7 +49,7 @@ def measure(changes: int, only: str | None) -> dict:
     out = {"backend": magnum_lib.backend()}
     for name, module in bench_widgets.explorer_modules(only).items():
         explorer = getattr(module, name)()
-        out[name] = _drive(explorer, module.BENCH_STEPS, changes)
+        out[name] = bench_widgets.drive(explorer, module.BENCH_STEPS, changes)
         note = getattr(module, "pure_python_note", None)
         out[name]["note"] = note() if note else ""
     return out
