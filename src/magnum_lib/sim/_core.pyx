@@ -675,10 +675,11 @@ cdef class Core(CoreState):
             self.view_ver[i] = ta
 
     cdef void _lease_decide(self, int64_t r, int64_t ta) noexcept nogil:
-        cdef int64_t i = self.node[r], tv, c, sh, d, ck, lo, hi, prio, last_p
-        cdef int64_t v = -1, v_prio, off, cp, tb, slot, borrowed, n_free
+        # Split like core_ref's twin; the steps are `cdef inline` so that Cython calls them
+        # directly (no vtable) and the C compiler can inline them: the split costs nothing.
+        cdef int64_t i = self.node[r], tv, c, prio, n_free, v_prio
+        cdef int64_t v
         cdef int verdict
-        cdef VictimSlots vs
         if self.view_mode == VIEW_FRESH:
             self.inflight[i] -= 1
         tv = ta + self.c_val_ns
@@ -691,68 +692,85 @@ cdef class Core(CoreState):
         c = self.cls[r]
         prio = self.cls_prio[c]
         n_free = self._free(i)
-        # The victim (see core_ref): the dispatcher's pause rule over the running inference
-        # copies (node/_dispatcher.pxd pause_victim); training first when no more urgent.
-        v_prio = prio
-        off = self.slot_off[i]
-        if n_free == 0 and self.preempt == PRE_MICRO and self.run[i] > 0:
-            v = pause_victim(&self.slot_rank[off], self.node_dev[i], self.cls_rank[c])
-            if v >= 0:
-                v_prio = self.cls_prio[self.cls[self.slot_copy[off + v] >> 1]]
-        if self.train[i] > 0 and (v < 0 or self.train_prio <= v_prio):
-            v = -1
-            v_prio = self.train_prio
+        v = self._lease_victim(i, c, n_free, &v_prio)
         # The validator's rule (regional/_lease_rule.pxd): one device, the victim's priority.
         verdict = lease_verdict(n_free, 1, self.preempt != PRE_NONE, v_prio, prio)
         if verdict == LR_ACCEPT:
             self.cnt[K_ACCEPT] += 1
             self._accept_start(r, i, tv, tv, 0, 0, -1)
+        elif verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
+            self._lease_micro(r, i, tv, v)
+        elif verdict == LR_PREEMPT:
+            self._lease_evict(r, i, tv, prio)
+        else:
+            self._lease_queue(r, i, tv)
+
+    cdef inline int64_t _lease_victim(self, int64_t i, int64_t c, int64_t n_free,
+                                      int64_t* v_prio) noexcept nogil:
+        """The victim's slot on node i (-1: training) for class c; its priority in ``v_prio``."""
+        # The dispatcher's pause rule over the running inference copies
+        # (node/_dispatcher.pxd pause_victim); training first when no more urgent.
+        cdef int64_t v = -1, off = self.slot_off[i]
+        v_prio[0] = self.cls_prio[c]
+        if n_free == 0 and self.preempt == PRE_MICRO and self.run[i] > 0:
+            v = pause_victim(&self.slot_rank[off], self.node_dev[i], self.cls_rank[c])
+            if v >= 0:
+                v_prio[0] = self.cls_prio[self.cls[self.slot_copy[off + v] >> 1]]
+        if self.train[i] > 0 and (v < 0 or self.train_prio <= v_prio[0]):
+            v = -1
+            v_prio[0] = self.train_prio
+        return v
+
+    cdef inline void _lease_micro(self, int64_t r, int64_t i, int64_t tv, int64_t v) noexcept nogil:
+        """Micro-preemption at ``tv`` (ns): borrow a training device, or pause slot v's copy at the next boundary."""
+        cdef int64_t cp, tb, slot, borrowed
+        self.cnt[K_ACCEPT_MICRO] += 1
+        if v < 0:  # a training kernel is paused: its device is borrowed
+            self.train[i] -= 1
+            self._accept_start(r, i, tv, tv, self.micro_ns, 1, -1)  # paused at a boundary (C20)
             return
-        if verdict == LR_PREEMPT and self.preempt == PRE_MICRO:
-            self.cnt[K_ACCEPT_MICRO] += 1
-            if v < 0:  # a training kernel is paused: its device is borrowed
-                self.train[i] -= 1
-                self._accept_start(r, i, tv, tv, self.micro_ns, 1, -1)  # paused at a boundary (C20)
-                return
-            cp = self.slot_copy[off + v]
-            tb = next_boundary(tv, self.quantum_ns)
-            if self.cend[cp] <= tb:  # the victim ends by the boundary: its device serves the queue there
-                self.ready[r] = tv
-                self._q_push(i, 2 * r, False)
-                self._trace(r, tv, TR_QUEUED, i)
-                return
-            borrowed = self.cborrow[cp]
-            slot = self._pause(cp, tb)
-            self._accept_start(r, i, tv, tv, self.micro_ns, borrowed, slot)
+        cp = self.slot_copy[self.slot_off[i] + v]
+        tb = next_boundary(tv, self.quantum_ns)
+        if self.cend[cp] <= tb:  # the victim ends by the boundary: its device serves the queue there
+            self.ready[r] = tv
+            self._q_push(i, 2 * r, False)
+            self._trace(r, tv, TR_QUEUED, i)
             return
-        if verdict == LR_PREEMPT:
-            lo = self.node_shard_off[i]
-            hi = self.node_shard_off[i + 1]
-            vs.prio = &self.train_prio  # every shard has the training priority
-            vs.prio_step = 0
-            vs.count = &self.shard_dev[0]
-            vs.count_step = 1
-            vs.state = &self.shard_state[0]  # running shards (state 0) can be evicted
-            vs.state_step = 1
-            vs.live_lo = 0
-            vs.live_hi = 0
-            # No device is free and one is needed, so the first victim is the only one.
-            sh = cover_victims(&vs, lo, hi, 0, 1, prio, &last_p)
-            if sh < 0:
-                sh = hi - 1
-            d = self.shard_dev[sh]
-            ck = self.node_ckpt_ns[i]
-            self.shard_state[sh] = 1
-            self.train[i] -= d
-            self.hold[i] += d - 1
-            if d > 1:
-                self._push(tv + ck, sh, EV_CKPT)
-            self.cnt[K_EVICT] += 1
-            self.cnt[K_LOST_NS] += d * lost_work_ns(tv, self.shard_start[sh], self.ckpt_interval_ns)
-            self.cnt[K_CKPT_NS] += d * ck
-            self.cnt[K_ACCEPT_CKPT] += 1
-            self._accept_start(r, i, tv, tv + ck, 0, 0, -1)  # the device is free once checkpointed
-            return
+        borrowed = self.cborrow[cp]
+        slot = self._pause(cp, tb)
+        self._accept_start(r, i, tv, tv, self.micro_ns, borrowed, slot)
+
+    cdef inline void _lease_evict(self, int64_t r, int64_t i, int64_t tv, int64_t prio) noexcept nogil:
+        """Checkpoint preemption at ``tv`` (ns): evict the validator's victim shard, start once checkpointed."""
+        cdef int64_t lo = self.node_shard_off[i], hi = self.node_shard_off[i + 1], sh, d, ck, last_p
+        cdef VictimSlots vs
+        vs.prio = &self.train_prio  # every shard has the training priority
+        vs.prio_step = 0
+        vs.count = &self.shard_dev[0]
+        vs.count_step = 1
+        vs.state = &self.shard_state[0]  # running shards (state 0) can be evicted
+        vs.state_step = 1
+        vs.live_lo = 0
+        vs.live_hi = 0
+        # No device is free and one is needed, so the first victim is the only one.
+        sh = cover_victims(&vs, lo, hi, 0, 1, prio, &last_p)
+        if sh < 0:
+            sh = hi - 1
+        d = self.shard_dev[sh]
+        ck = self.node_ckpt_ns[i]
+        self.shard_state[sh] = 1
+        self.train[i] -= d
+        self.hold[i] += d - 1
+        if d > 1:
+            self._push(tv + ck, sh, EV_CKPT)
+        self.cnt[K_EVICT] += 1
+        self.cnt[K_LOST_NS] += d * lost_work_ns(tv, self.shard_start[sh], self.ckpt_interval_ns)
+        self.cnt[K_CKPT_NS] += d * ck
+        self.cnt[K_ACCEPT_CKPT] += 1
+        self._accept_start(r, i, tv, tv + ck, 0, 0, -1)  # the device is free once checkpointed
+
+    cdef inline void _lease_queue(self, int64_t r, int64_t i, int64_t tv) noexcept nogil:
+        """No device now: queue at ``tv`` (ns) if the node's queue has room and a device will free, else refuse."""
         if self.qlen[i] < self.node_queue and self.run[i] + self.hold[i] > 0:
             self.cnt[K_ACCEPT] += 1
             self.cnt[K_QUEUED] += 1
