@@ -39,17 +39,19 @@ def simpy_request_path(run, horizon_ns: int) -> dict:
     """The same request path in SimPy on ``run``'s inputs; mean decision latency, timings."""
     import simpy
 
-    A, P = run.A, dict(zip(__import__("magnum_lib.sim.core_ref", fromlist=["PARAMS"]).PARAMS, run.params, strict=True))
+    arrays, params = run.arrays, run.core.params  # by name
     rng = np.random.default_rng(1)
-    arr, cls = A["arr"], A["cls"]
-    n_req, S = len(arr), P["n_sched"]
-    dev, train = A["node_dev"], A["train"].copy()
+    arr, cls = arrays["arr"], arrays["cls"]
+    n_req, S = len(arr), params["n_sched"]
+    dev, train = arrays["node_dev"], arrays["train"].copy()
     busy = np.zeros_like(dev)
     inflight = np.zeros_like(dev)
-    pool_nodes, pool_off, cpool, cpool_off = A["pool_nodes"], A["pool_off"], A["cpool"], A["cpool_off"]
-    service = A["service"].reshape(P["n_cls"], P["n_types"])
-    node_type = A["node_type"]
-    rnd, half, cdec, cval, q = P["round_ns"], P["rtt_half_ns"], P["c_dec_ns"], P["c_val_ns"], P["quantum_ns"]
+    pool_nodes, pool_off = arrays["pool_nodes"], arrays["pool_off"]
+    cpool, cpool_off = arrays["cpool"], arrays["cpool_off"]
+    service = arrays["service"].reshape(params["n_cls"], params["n_types"])
+    node_type = arrays["node_type"]
+    rnd, half, q = params["round_ns"], params["rtt_half_ns"], params["quantum_ns"]
+    cdec, cval = params["c_dec_ns"], params["c_val_ns"]
     start = np.full(n_req, -1, dtype=np.int64)
     env = simpy.Environment()
     pending: list = []
@@ -64,17 +66,17 @@ def simpy_request_path(run, horizon_ns: int) -> dict:
             last = int(rng.integers(n))
             if avail(pool_nodes[lo + last]) > 0:
                 return pool_nodes[lo + last]
-        for j in range(min(n, P["scan_limit"])):
+        for j in range(min(n, params["scan_limit"])):
             i = pool_nodes[lo + (last + j) % n]
             if avail(i) > 0:
                 return i
         return -1
 
     def place(r, s):
-        k = s * P["n_cls"] + cls[r]
+        k = s * params["n_cls"] + cls[r]
         for p in cpool[cpool_off[k]:cpool_off[k + 1]]:
             lo, n = pool_off[p], pool_off[p + 1] - pool_off[p]
-            left = [P["draws"]]
+            left = [params["draws"]]
             a = pick(lo, n, left)
             if a < 0:
                 continue
@@ -95,7 +97,7 @@ def simpy_request_path(run, horizon_ns: int) -> dict:
         t0 = t if q <= 0 else -(-t // q) * q
         yield env.timeout(t0 - t)
         start[r] = env.now
-        yield env.timeout(int(service[cls[r], node_type[i]] * A["noise"][r]) + 1)
+        yield env.timeout(int(service[cls[r], node_type[i]] * arrays["noise"][r]) + 1)
         busy[i] -= 1
 
     def rounds():
@@ -107,7 +109,7 @@ def simpy_request_path(run, horizon_ns: int) -> dict:
             while nxt < n_req and arr[nxt] <= t:
                 batch.append(nxt)
                 nxt += 1
-            work = [P["c_round_ns"]] * S
+            work = [params["c_round_ns"]] * S
             for k, r in enumerate(batch):
                 s = k % S
                 work[s] += cdec
@@ -143,11 +145,12 @@ def ours_and_simpy(seconds: float, repeats: int = 5, simpy_repeats: int = 2) -> 
         run_region(run)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
-    A = run.A
-    ok = A["start"] >= 0
-    ours = {"wall_s": min(walls), "cpu_s": min(cpus), "repeats": repeats, "requests": int(len(A["arr"])),
-            "started": int(ok.sum()), "decision_latency_mean_ms": float((A["start"] - A["arr"])[ok].mean() / 1e6),
-            "events": int(A["cnt"][0])}
+    arrays = run.arrays
+    ok = arrays["start"] >= 0
+    latency_ns = (arrays["start"] - arrays["arr"])[ok]
+    ours = {"wall_s": min(walls), "cpu_s": min(cpus), "repeats": repeats, "requests": int(len(arrays["arr"])),
+            "started": int(ok.sum()), "decision_latency_mean_ms": float(latency_ns.mean() / 1e6),
+            "events": int(arrays["cnt"][0])}
     try:
         runs = [simpy_request_path(build_region(cfg), int(round(seconds * 1e9))) for _ in range(simpy_repeats)]
         sp = {**runs[0], "wall_s": min(r["wall_s"] for r in runs), "cpu_s": min(r["cpu_s"] for r in runs),

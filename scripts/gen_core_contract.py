@@ -38,25 +38,25 @@ def render() -> str:
     out += ["", *_tuple("PARAMS", c.PARAMS), *_tuple("ARRAY_NAMES", [a[0] for a in c.ARRAYS]), "",
             "cdef class CoreState:",
             '    """The core\'s parameters (int64) and arrays (typed memoryviews), bound by name."""', "",
-            "    cdef public object A  # the arrays by name (numpy)",
-            "    cdef public object p  # the parameters by name (int)"]
+            "    cdef public object arrays  # the arrays by name (numpy)",
+            "    cdef public object params  # the parameters by name (int)"]
     out += [f"    cdef int64_t {name}" for name in c.PARAMS]
     for name, dtype, rule in c.ARRAYS:
         dims = ":, ::1" if rule.startswith("(") else "::1"
         out.append(f"    cdef {CTYPES[dtype]}[{dims}] {name}")
-    out += ["", "    def _bind(self, A, params):",
-            '        """Bind the parameters (a sequence in PARAMS order) and the arrays ``A`` by name."""',
-            "        vals = [int(v) for v in params]",
+    out += ["", "    def _bind(self, arrays, values):",
+            '        """Bind the parameters (``values``, in PARAMS order) and the ``arrays`` by name."""',
+            "        vals = [int(v) for v in values]",
             "        if len(vals) != len(PARAMS):",
             '            raise ValueError(f"params must hold {len(PARAMS)} values, got {len(vals)}")',
-            "        self.A = A",
-            "        self.p = dict(zip(PARAMS, vals))",
+            "        self.arrays = arrays",
+            "        self.params = dict(zip(PARAMS, vals))",
             "        for name in ARRAY_NAMES:",
-            "            a = A[name]",
+            "            a = arrays[name]",
             "            if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:",
-            "                raise ValueError(f\"A[{name!r}] must be a C-contiguous numpy array\")"]
-    out += [f"        self.{name} = self.p[{name!r}]" for name in c.PARAMS]
-    out += [f"        self.{name} = A[{name!r}]" for name, _, _ in c.ARRAYS]
+            "                raise ValueError(f\"arrays[{name!r}] must be a C-contiguous numpy array\")"]
+    out += [f"        self.{name} = self.params[{name!r}]" for name in c.PARAMS]
+    out += [f"        self.{name} = arrays[{name!r}]" for name, _, _ in c.ARRAYS]
     return "\n".join(out) + "\n"
 
 

@@ -86,7 +86,7 @@ def test_every_request_finishes_or_is_refused_and_tokens_are_counted_once(reqs, 
     too_big = -(-(reqs.prompt + reqs.output) // 16) > spec.kv_blocks
     assert np.array_equal(status == REFUSED, too_big)
     assert (status[~too_big] == DONE).all()
-    c = sim.c
+    c = sim.counts
     assert c["output_tokens"] == int(reqs.output[~too_big].sum()) == sum(sim.gen)
     assert c["decode_tokens"] + c["prefill_completions"] == c["output_tokens"]
     if c["preempt_recompute"] == 0:  # each prompt token computed once, or reused

@@ -50,17 +50,17 @@ def test_the_compiled_core_includes_the_contract_and_declares_no_copy():
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_the_wiring_builds_what_the_contract_says(preset):
     run = build_region(make_config(preset, duration_s=0.02, seed=3), backend="python")
-    A, params = run.A, dict(zip(contract.PARAMS, run.params, strict=True))
-    assert list(A) == [a[0] for a in contract.ARRAYS] or set(A) == {a[0] for a in contract.ARRAYS}
+    arrays, params = run.arrays, dict(zip(contract.PARAMS, run.params, strict=True))
+    assert list(arrays) == [a[0] for a in contract.ARRAYS] or set(arrays) == {a[0] for a in contract.ARRAYS}
     for name, dtype, rule in contract.ARRAYS:
-        assert A[name].dtype == np.dtype(dtype), name
-        assert A[name].shape == contract.array_shape(rule, params, A), (name, rule)
+        assert arrays[name].dtype == np.dtype(dtype), name
+        assert arrays[name].shape == contract.array_shape(rule, params, arrays), (name, rule)
 
 
 def test_a_rule_that_does_not_hold_is_caught():
     run = build_region(make_config("magnum_v2", duration_s=0.02, seed=3), backend="python")
     params = dict(zip(contract.PARAMS, run.params, strict=True))
-    assert contract.array_shape("n_nodes + 1", params, run.A) != run.A["node_dev"].shape
+    assert contract.array_shape("n_nodes + 1", params, run.arrays) != run.arrays["node_dev"].shape
 
 
 compiled = pytest.importorskip("magnum_lib.sim._core")
@@ -68,9 +68,9 @@ compiled = pytest.importorskip("magnum_lib.sim._core")
 
 def test_the_compiled_core_binds_by_name():
     run = build_region(make_config("magnum_v2", duration_s=0.02, seed=3), backend="compiled")
-    assert run.core.p == dict(zip(contract.PARAMS, run.params, strict=True))
+    assert run.core.params == dict(zip(contract.PARAMS, run.params, strict=True))
     with pytest.raises(ValueError, match="params must hold"):
-        compiled.Core(run.A, run.params[:-1])
-    bad = dict(run.A, cnt=run.A["cnt"][::2])
+        compiled.Core(run.arrays, run.params[:-1])
+    bad = dict(run.arrays, cnt=run.arrays["cnt"][::2])
     with pytest.raises(ValueError, match="cnt"):
         compiled.Core(bad, run.params)

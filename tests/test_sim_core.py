@@ -27,8 +27,8 @@ def _arrays(cfg, backend):
 def test_backends_agree_exactly(preset):
     cfg = make_config(preset, duration_s=0.08, seed=5)
     a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
-    for name in a.A:
-        assert np.array_equal(a.A[name], b.A[name]), name
+    for name in a.arrays:
+        assert np.array_equal(a.arrays[name], b.arrays[name]), name
 
 
 @needs_compiled
@@ -38,9 +38,9 @@ def test_backends_agree_over_seconds_with_events_far_ahead():
     order of events, and so every array, stays the reference's."""
     cfg = make_config("magnum_v2", duration_s=2.5, load=0.3, seed=9, service_cv=4.0, burst_factor=3.0, hedge_factor=0.0)
     a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
-    assert (a.A["finish"] - a.A["start"]).max() > 1.2e9  # some finish beyond the calendar
-    for name in a.A:
-        assert np.array_equal(a.A[name], b.A[name]), name
+    assert (a.arrays["finish"] - a.arrays["start"]).max() > 1.2e9  # some finish beyond the calendar
+    for name in a.arrays:
+        assert np.array_equal(a.arrays[name], b.arrays[name]), name
 
 
 @needs_compiled
@@ -56,8 +56,8 @@ def test_backends_agree_over_seconds_with_events_far_ahead():
 def test_backends_agree_on_every_mechanism(knobs):
     cfg = make_config("magnum_v2", duration_s=0.06, seed=2, **knobs)
     a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
-    for name in a.A:
-        assert np.array_equal(a.A[name], b.A[name]), name
+    for name in a.arrays:
+        assert np.array_equal(a.arrays[name], b.arrays[name]), name
 
 
 @needs_compiled
@@ -67,12 +67,12 @@ def test_backends_agree_on_paused_inference(knobs):
     the resume cost, paused hedge losers withdrawn from their queue, long quanta: same arrays."""
     cfg = make_config("magnum_v2", duration_s=0.3, load=1.3, seed=5, **knobs)
     a, b = _arrays(cfg, "python"), _arrays(cfg, "compiled")
-    cnt, paused_now = a.A["cnt"], int((a.A["cstate"] == contract.CS_PAUSED).sum())
+    cnt, paused_now = a.arrays["cnt"], int((a.arrays["cstate"] == contract.CS_PAUSED).sum())
     assert cnt[contract.K_PAUSED] > 100 and cnt[contract.K_UNPAUSED] > 100
     if knobs.get("hedge_factor"):  # a pause ends in a resume, a withdrawal, or is still waiting
         assert cnt[contract.K_PAUSED] - cnt[contract.K_UNPAUSED] - paused_now > 0
-    for name in a.A:
-        assert np.array_equal(a.A[name], b.A[name]), name
+    for name in a.arrays:
+        assert np.array_equal(a.arrays[name], b.arrays[name]), name
 
 
 @pytest.mark.parametrize("backend", ["python", "compiled"] if HAVE_COMPILED else ["python"])
@@ -83,12 +83,12 @@ def test_paused_work_is_neither_lost_nor_done_twice(backend):
     run = build_region(cfg, backend=backend)
     run_region(run)
     run.core.advance(int(60e9))
-    A = run.A
-    assert A["cnt"][contract.K_PAUSED] > 20 and (A["status"] == contract.ST_DONE).all()
+    arrays = run.arrays
+    assert arrays["cnt"][contract.K_PAUSED] > 20 and (arrays["status"] == contract.ST_DONE).all()
     T = int(run.params[contract.PARAMS.index("n_types")])
-    base = A["service"][A["cls"].astype(np.int64) * T + A["node_type"][A["cnode"][0::2]]]
-    dur = (base * A["noise"].astype(np.float64)).astype(np.int64) + A["cls_setup"][A["cls"]] + 1
-    assert int(A["busy_type"].sum()) == int(dur.sum())
+    base = arrays["service"][arrays["cls"].astype(np.int64) * T + arrays["node_type"][arrays["cnode"][0::2]]]
+    dur = (base * arrays["noise"].astype(np.float64)).astype(np.int64) + arrays["cls_setup"][arrays["cls"]] + 1
+    assert int(arrays["busy_type"].sum()) == int(dur.sum())
 
 
 def test_planner_hints_steer_placements():
@@ -98,16 +98,16 @@ def test_planner_hints_steer_placements():
     cfg = make_config("magnum_v2", "region", duration_s=0.05, seed=1, load=0.3,
                       planner_interval_s=0.01, digest_interval_s=0.01)
     run = run_region(build_region(cfg))
-    A = run.A
-    off = A["hint_off"]
-    hints = [set(A["hint_nodes"][off[c]:off[c + 1]].tolist()) for c in range(len(cfg.classes))]
+    arrays = run.arrays
+    off = arrays["hint_off"]
+    hints = [set(arrays["hint_nodes"][off[c]:off[c + 1]].tolist()) for c in range(len(cfg.classes))]
     assert sum(map(len, hints)) > 0
     for c, h in enumerate(hints):  # v2's planner asks for the types meeting the class's SLA
         sla_types = {t for t in range(len(run.type_keys)) if run.times[c, t] <= cfg.classes[c].sla_s}
-        assert all(A["node_type"][i] in sla_types for i in h)
-    placed = np.flatnonzero(A["node"] >= 0)[-2000:]
-    on_hint = np.array([A["node"][r] in hints[A["cls"][r]] for r in placed])
-    share = np.mean([len(hints[A["cls"][r]]) / len(A["node_dev"]) for r in placed])
+        assert all(arrays["node_type"][i] in sla_types for i in h)
+    placed = np.flatnonzero(arrays["node"] >= 0)[-2000:]
+    on_hint = np.array([arrays["node"][r] in hints[arrays["cls"][r]] for r in placed])
+    share = np.mean([len(hints[arrays["cls"][r]]) / len(arrays["node_dev"]) for r in placed])
     assert on_hint.mean() > 3 * share
 
 
@@ -122,46 +122,46 @@ def test_same_seed_same_result_other_seed_differs():
 
 
 def _check_invariants(run, drained):
-    A = run.A
-    dev, busy = A["node_dev"], A["run"] + A["train"] + A["hold"]
+    arrays = run.arrays
+    dev, busy = arrays["node_dev"], arrays["run"] + arrays["train"] + arrays["hold"]
     # No device held by two jobs: what runs on a node never exceeds its devices, and the
     # running copies recorded per node are exactly the node's count.
-    assert (busy <= dev).all() and (A["run"] >= 0).all() and (A["train"] >= 0).all()
-    live = A["cstate"] == 1
-    assert np.array_equal(np.bincount(A["cnode"][live], minlength=len(dev)), A["run"])
-    assert (A["qlen"] >= 0).all()
+    assert (busy <= dev).all() and (arrays["run"] >= 0).all() and (arrays["train"] >= 0).all()
+    live = arrays["cstate"] == 1
+    assert np.array_equal(np.bincount(arrays["cnode"][live], minlength=len(dev)), arrays["run"])
+    assert (arrays["qlen"] >= 0).all()
     # The node's class queues hold qlen copies; a paused copy waits in one (at its node), and
     # the device slots hold exactly the running copies.
     n_rank = int(run.params[contract.PARAMS.index("n_rank")])
-    assert np.array_equal(A["nq_len"].reshape(-1, n_rank).sum(axis=1), A["qlen"])
-    paused = A["cstate"] == contract.CS_PAUSED
-    assert (np.bincount(A["cnode"][paused], minlength=len(dev)) <= A["qlen"]).all()
-    assert (A["cend"][paused] > 0).all()  # a paused copy still owes work
-    assert sorted(A["slot_copy"][A["slot_copy"] >= 0].tolist()) == np.flatnonzero(live).tolist()
+    assert np.array_equal(arrays["nq_len"].reshape(-1, n_rank).sum(axis=1), arrays["qlen"])
+    paused = arrays["cstate"] == contract.CS_PAUSED
+    assert (np.bincount(arrays["cnode"][paused], minlength=len(dev)) <= arrays["qlen"]).all()
+    assert (arrays["cend"][paused] > 0).all()  # a paused copy still owes work
+    assert sorted(arrays["slot_copy"][arrays["slot_copy"] >= 0].tolist()) == np.flatnonzero(live).tolist()
     # Every request is done, dropped (with a reason) or in flight.
-    status = A["status"]
+    status = arrays["status"]
     n = len(status)
-    cnt = A["cnt"]
+    cnt = arrays["cnt"]
     assert cnt[contract.K_PAUSED] >= cnt[contract.K_UNPAUSED] + paused.sum()  # paused: resumed, waiting, or withdrawn
     assert int(cnt[contract.K_DONE]) == int((status == contract.ST_DONE).sum())
     assert int(cnt[contract.K_DROPPED]) == int((status == contract.ST_DROP).sum())
     assert ((status >= 0) & (status <= 3)).all() and n == np.isin(status, [0, 1, 2, 3]).sum()
     # The parts of decision latency add up to it exactly.
-    started = A["start"] >= 0
-    assert np.array_equal(A["comp"][started].sum(axis=1), (A["start"] - A["arr"])[started])
-    assert (A["comp"] >= 0).all()
+    started = arrays["start"] >= 0
+    assert np.array_equal(arrays["comp"][started].sum(axis=1), (arrays["start"] - arrays["arr"])[started])
+    assert (arrays["comp"] >= 0).all()
     # Leases: every one handled at the node is accepted (maybe preempting/queued) or refused.
     handled = cnt[contract.K_ACCEPT] + cnt[contract.K_ACCEPT_MICRO] + cnt[contract.K_ACCEPT_CKPT] + cnt[contract.K_REFUSED] + cnt[contract.K_EXPIRED]
     assert handled <= cnt[contract.K_LEASES]
     # Preempted training is resumed or still waiting (its lost work is counted).
-    waiting = int((A["shard_state"] == 1).sum())
+    waiting = int((arrays["shard_state"] == 1).sum())
     assert cnt[contract.K_EVICT] == cnt[contract.K_RESUMED] + waiting
     if drained:
         assert handled == cnt[contract.K_LEASES]
         assert int(((status == contract.ST_DONE) | (status == contract.ST_DROP)).sum()) == n
-        assert (A["run"] == 0).all() and (A["qlen"] == 0).all() and (A["hold"] == 0).all()
+        assert (arrays["run"] == 0).all() and (arrays["qlen"] == 0).all() and (arrays["hold"] == 0).all()
         assert waiting == 0
-        assert not (A["cstate"] == contract.CS_PAUSED).any() and (A["slot_copy"] == -1).all()
+        assert not (arrays["cstate"] == contract.CS_PAUSED).any() and (arrays["slot_copy"] == -1).all()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -186,10 +186,10 @@ def test_littles_law_on_the_devices():
     """Time-average running copies (sampled from the core's state) = throughput x device time."""
     cfg = make_config("magnum_v2", duration_s=2.0, seed=3, digest_interval_s=0.002)
     run = run_region(build_region(cfg))
-    A = run.A
+    arrays = run.arrays
     horizon = int(2.0e9)
     # Device time of the copies that ended is in busy_type; the running ones add (horizon - start).
-    area = A["busy_type"].sum() + (horizon - A["cstart"][A["cstate"] == 1]).sum()
+    area = arrays["busy_type"].sum() + (horizon - arrays["cstart"][arrays["cstate"] == 1]).sum()
     L_state = np.mean(run.running)
     L_area = area / horizon
     assert abs(L_state - L_area) / L_area < 0.03

@@ -84,12 +84,12 @@ def test_consistent_hashing_load_follows_the_arc_lengths():
     cfg = make_config("cheetah", "classroom", duration_s=4.0, load=0.2, seed=4, mix=(("h100_sxm", 1.0),),
                       classes=cls, training_fraction=0.0, node_queue=10**6, diurnal_amplitude=0.0)
     run = run_region(build_region(cfg))
-    A = run.A
-    keys, owners = A["ring_key"], A["ring_node"]
+    arrays = run.arrays
+    keys, owners = arrays["ring_key"], arrays["ring_node"]
     span = 1 << 62
     arcs = np.diff(np.concatenate([[keys[-1] - span], keys])) / span  # arc ending at each point
-    share = np.bincount(owners, weights=arcs, minlength=len(A["node_dev"]))
-    placed = A["node"][A["node"] >= 0]
+    share = np.bincount(owners, weights=arcs, minlength=len(arrays["node_dev"]))
+    placed = arrays["node"][arrays["node"] >= 0]
     got = np.bincount(placed, minlength=len(share))
     expect = share * len(placed)
     assert (np.abs(got - expect) < 5 * np.sqrt(expect) + 1).all()

@@ -46,22 +46,24 @@ class Recorder(core_ref.Core):
     """The reference core, noting each lease decision, primary start and hedge it schedules."""
 
     def _lease_decide(self, r, ta):
-        A = self.A
-        i = int(A["node"][r])
-        lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
-        off, dev = int(A["slot_off"][i]), int(A["node_dev"][i])
-        running = A["slot_copy"][off:off + dev]
-        self.waiting = int(A["cls_rank"][A["cls"][r]])  # the lease's dispatcher class (for _pause)
-        rec = dict(r=r, i=i, ta=ta, tv=ta + self.c_val_ns, expiry=int(A["expiry"][r]),
-                   prio=int(A["cls_prio"][A["cls"][r]]), dev=int(A["node_dev"][i]), run=int(A["run"][i]),
-                   train=int(A["train"][i]), hold=int(A["hold"][i]), ckpt=int(A["node_ckpt_ns"][i]),
-                   lo=lo, state=A["shard_state"][lo:hi].copy(), sdev=A["shard_dev"][lo:hi].copy(),
-                   sstart=A["shard_start"][lo:hi].copy(),
-                   run_prio=A["cls_prio"][A["cls"][running[running >= 0] >> 1]].tolist(),
-                   cnt=A["cnt"].copy())
+        arrays = self.arrays
+        i = int(arrays["node"][r])
+        lo, hi = int(arrays["node_shard_off"][i]), int(arrays["node_shard_off"][i + 1])
+        off, dev = int(arrays["slot_off"][i]), int(arrays["node_dev"][i])
+        running = arrays["slot_copy"][off:off + dev]
+        self.waiting = int(arrays["cls_rank"][arrays["cls"][r]])  # the lease's dispatcher class (for _pause)
+        rec = dict(r=r, i=i, ta=ta, tv=ta + self.c_val_ns, expiry=int(arrays["expiry"][r]),
+                   prio=int(arrays["cls_prio"][arrays["cls"][r]]), dev=int(arrays["node_dev"][i]),
+                   run=int(arrays["run"][i]), train=int(arrays["train"][i]), hold=int(arrays["hold"][i]),
+                   ckpt=int(arrays["node_ckpt_ns"][i]),
+                   lo=lo, state=arrays["shard_state"][lo:hi].copy(), sdev=arrays["shard_dev"][lo:hi].copy(),
+                   sstart=arrays["shard_start"][lo:hi].copy(),
+                   run_prio=arrays["cls_prio"][arrays["cls"][running[running >= 0] >> 1]].tolist(),
+                   cnt=arrays["cnt"].copy())
         super()._lease_decide(r, ta)
-        rec.update(delta=A["cnt"] - rec["cnt"], state_after=A["shard_state"][lo:hi].copy(),
-                   start=int(A["start"][r]) if A["status"][r] == contract.ST_RUN and A["cnode"][2 * r] == i else -1)
+        started_here = arrays["status"][r] == contract.ST_RUN and arrays["cnode"][2 * r] == i
+        rec.update(delta=arrays["cnt"] - rec["cnt"], state_after=arrays["shard_state"][lo:hi].copy(),
+                   start=int(arrays["start"][r]) if started_here else -1)
         self.leases.append(rec)
 
     def _pick_random(self, s, lo, n, cp, t_left):
@@ -77,25 +79,26 @@ class Recorder(core_ref.Core):
         return i
 
     def _q_pop(self, i):
-        A = self.A
+        arrays = self.arrays
         lo = i * self.n_rank
-        qlen = A["nq_len"][lo:lo + self.n_rank].copy()
+        qlen = arrays["nq_len"][lo:lo + self.n_rank].copy()
         waiting = []  # (ready time, class) of each queued copy: what a single FIFO would serve first
         for k in range(self.n_rank):
-            c, n = int(A["nq_head"][lo + k]), int(qlen[k])
+            c, n = int(arrays["nq_head"][lo + k]), int(qlen[k])
             for _ in range(n):
-                waiting.append((int(A["ready"][c >> 1]), k, int(A["cstate"][c]) == contract.CS_PAUSED))
-                c = int(A["cq_next"][c])
+                waiting.append((int(arrays["ready"][c >> 1]), k, int(arrays["cstate"][c]) == contract.CS_PAUSED))
+                c = int(arrays["cq_next"][c])
         c = super()._q_pop(i)
-        self.pops.append(dict(qlen=qlen, chosen=int(A["cls_rank"][A["cls"][c >> 1]]), waiting=waiting,
-                              ready=int(A["ready"][c >> 1]), paused=int(A["cstate"][c]) == contract.CS_PAUSED))
+        self.pops.append(dict(qlen=qlen, chosen=int(arrays["cls_rank"][arrays["cls"][c >> 1]]), waiting=waiting,
+                              ready=int(arrays["ready"][c >> 1]),
+                              paused=int(arrays["cstate"][c]) == contract.CS_PAUSED))
         return c
 
     def _pause(self, c, tb):
-        A = self.A
-        i = int(A["cnode"][c])
-        off, dev = int(A["slot_off"][i]), int(A["node_dev"][i])
-        rank = A["slot_rank"][off:off + dev].copy()
+        arrays = self.arrays
+        i = int(arrays["cnode"][c])
+        off, dev = int(arrays["slot_off"][i]), int(arrays["node_dev"][i])
+        rank = arrays["slot_rank"][off:off + dev].copy()
         slot, borrowed = super()._pause(c, tb)
         self.pauses.append(dict(rank=rank, waiting=self.waiting, slot=slot))
         return slot, borrowed
@@ -103,13 +106,13 @@ class Recorder(core_ref.Core):
     def _start_copy(self, c, i, t, borrowed, slot=-1):
         self.pushed = {}
         if c & 1:  # a hedge copy: (its node, the primary's node, free devices there before it)
-            A = self.A
-            self.copies.append((i, int(A["cnode"][c - 1]),
-                                int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])))
+            arrays = self.arrays
+            self.copies.append((i, int(arrays["cnode"][c - 1]),
+                                int(arrays["node_dev"][i] - arrays["run"][i] - arrays["train"][i] - arrays["hold"][i])))
         super()._start_copy(c, i, t, borrowed, slot)
         if c & 1 == 0:  # (duration, expected time, hedge delay or -1) of each primary
-            A = self.A
-            base = int(A["service"][int(A["cls"][c >> 1]) * self.n_types + int(A["node_type"][i])])
+            arrays = self.arrays
+            base = int(arrays["service"][int(arrays["cls"][c >> 1]) * self.n_types + int(arrays["node_type"][i])])
             self.starts.append((self.pushed[contract.EV_FINISH] - t, base, self.pushed.get(contract.EV_HEDGE, t - 1) - t))
 
     def _push(self, t, ident, kind):
@@ -294,8 +297,8 @@ def test_hedging_plans_the_sim_hedges(recorded, kernel):
 def test_compiled_core_makes_the_recorded_decisions(case):
     cfg, rec = _recorded(case)
     comp = run_region(build_region(cfg, backend="compiled"))
-    assert np.array_equal(comp.A["cnt"], rec.A["cnt"])
-    assert np.array_equal(comp.A["start"], rec.A["start"])
+    assert np.array_equal(comp.arrays["cnt"], rec.arrays["cnt"])
+    assert np.array_equal(comp.arrays["start"], rec.arrays["start"])
 
 
 @pytest.mark.parametrize("kernel", DISPATCHERS, ids=IDS)
@@ -326,9 +329,9 @@ def test_paused_copies_are_the_dispatchers_victims(recorded, kernel):
     case, cfg, run = recorded
     pauses = run.core.pauses
     if not case.startswith("micro"):
-        assert not pauses and not run.A["cnt"][contract.K_PAUSED]
+        assert not pauses and not run.arrays["cnt"][contract.K_PAUSED]
         return
-    assert len(pauses) > 20 and run.A["cnt"][contract.K_PAUSED] == len(pauses)
+    assert len(pauses) > 20 and run.arrays["cnt"][contract.K_PAUSED] == len(pauses)
     for p in pauses:
         assert kernel.pause_choice(p["rank"], p["waiting"]) == p["slot"]
     ties = [p for p in pauses if (p["rank"] == p["rank"][p["slot"]]).sum() > 1]
@@ -408,5 +411,5 @@ def test_every_hedge_copy_goes_where_the_node_layer_lets_it(recorded):
     if cfg.hedge_factor > 0:
         assert copies  # the case hedges: the check below is not vacuous
     assert all(takes_copy(i, primary, free) for i, primary, free in copies)
-    A = run.core.A
-    assert all(A["node_type"][i] == A["node_type"][p] for i, p, _ in copies)
+    arrays = run.core.arrays
+    assert all(arrays["node_type"][i] == arrays["node_type"][p] for i, p, _ in copies)

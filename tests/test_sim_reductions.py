@@ -34,11 +34,11 @@ def _plain(**kw):
 
 
 def _waits(run, warmup=0.2):
-    A = run.A
-    done = A["status"] == contract.ST_DONE
+    arrays = run.arrays
+    done = arrays["status"] == contract.ST_DONE
     k = int(warmup * len(done))
-    dl = (A["start"] - A["arr"])[k:][done[k:]] / 1e9
-    tis = (A["finish"] - A["arr"])[k:][done[k:]] / 1e9
+    dl = (arrays["start"] - arrays["arr"])[k:][done[k:]] / 1e9
+    tis = (arrays["finish"] - arrays["arr"])[k:][done[k:]] / 1e9
     return dl, tis
 
 
@@ -80,15 +80,15 @@ def test_concurrent_schedulers_on_a_stale_view_hit_the_birthday_bound(nodes, sch
     cfg = _plain(nodes_per_cell=nodes, devices_per_node=1, rate=2000.0, duration_s=10.0 * SCALE, view="round",
                  round_s=1.0, node_queue=0, schedulers=schedulers, policy="random", max_attempts=1, seed=7)
     run = build_region(cfg)
-    A = run.A
-    R = (len(A["arr"]) // schedulers) * schedulers
-    A["arr"][:] = (np.arange(len(A["arr"])) // schedulers) * 10**9 + 5 * 10**8
-    A["arr"][R:] = A["arr"][R - 1]  # the leftover requests join the last full round... drop them:
+    arrays = run.arrays
+    R = (len(arrays["arr"]) // schedulers) * schedulers
+    arrays["arr"][:] = (np.arange(len(arrays["arr"])) // schedulers) * 10**9 + 5 * 10**8
+    arrays["arr"][R:] = arrays["arr"][R - 1]  # the leftover requests join the last full round... drop them:
     params = list(run.params)
     params[contract.PARAMS.index("n_req")] = R
-    core = core_module().Core(A, np.array(params, dtype=np.int64))
+    core = core_module().Core(arrays, np.array(params, dtype=np.int64))
     core.advance(2**62)
-    cnt = A["cnt"]
+    cnt = arrays["cnt"]
     rate = cnt[contract.K_REFUSED] / cnt[contract.K_LEASES]
     expect = expected_lease_failure_rate(nodes, schedulers)
     se = np.sqrt(expect * (1 - expect) / cnt[contract.K_LEASES])
@@ -101,7 +101,7 @@ def test_gossip_staleness_agrees_with_the_dissemination_simulator():
     cfg = _plain(nodes_per_cell=n, devices_per_node=1, rate=n * 500.0 * SCALE, duration_s=1.0, view="gossip",
                  fanout=2, gossip_loss=0.05, node_queue=0, seed=3, max_attempts=1000)
     run = run_region(build_region(cfg))
-    cnt = run.A["cnt"]
+    cnt = run.arrays["cnt"]
     age_ms = cnt[contract.K_VIEW_AGE_NS] / cnt[contract.K_VIEW_SAMPLES] / 1e6
     # An independent run of the dissemination layer alone, same fan-out and loss.
     g = disseminate(nodes=n, fanout=2, mode="pushpull", loss=0.05, seed=12345)
@@ -120,13 +120,13 @@ def test_digest_marks_full_nodes_and_false_positives_at_the_bloom_rate():
     cfg = _plain(nodes_per_cell=5000, devices_per_node=2, rate=1000.0, duration_s=0.01, view="gossip",
                  bloom_fp=0.05, seed=1)
     run = build_region(cfg)
-    A = run.A
+    arrays = run.arrays
     rng = np.random.default_rng(0)
     full = rng.random(5000) < 0.4
-    A["run"][:] = np.where(full, 2, 0)
-    A["view_busy"][:] = 0
+    arrays["run"][:] = np.where(full, 2, 0)
+    arrays["view_busy"][:] = 0
     _digest(run, 10**7)
-    looks_full = A["view_busy"] >= A["node_dev"] - A["view_train"]
+    looks_full = arrays["view_busy"] >= arrays["node_dev"] - arrays["view_train"]
     assert looks_full[full].all(), "no false negatives"
     fp = looks_full[~full].mean()
     m, k = optimal_params(int(full.sum()), 0.05)

@@ -12,19 +12,20 @@ pytestmark = pytest.mark.kernel
 
 def _whole_array(run):
     """The digest's per-request reductions written as whole-array numpy (the definition)."""
-    A = run.A
-    started, done = A["start"] >= 0, A["status"] == contract.ST_DONE
-    ran = started & (A["node"] >= 0)
+    arrays = run.arrays
+    started, done = arrays["start"] >= 0, arrays["status"] == contract.ST_DONE
+    ran = started & (arrays["node"] >= 0)
     C = len(run.cfg.classes)
     idx = np.flatnonzero(started)
     step = -(-len(idx) // results.BREAKDOWN_SAMPLE) if len(idx) else 1
-    return {"dl": (A["start"] - A["arr"])[started], "e2e": (A["finish"] - A["arr"])[done],
-            "e2e_cls": A["cls"][done], "cls_count": np.bincount(A["cls"], minlength=C),
-            "comp_sum": A["comp"][started].sum(axis=0), "comp_n": len(idx), "comp_sample": A["comp"][idx[::step]],
-            "per_node": np.bincount(A["node"][ran].astype(np.int64) * C + A["cls"][ran],
-                                    minlength=len(A["node_dev"]) * C),
-            "done": int(done.sum()), "dropped": int((A["status"] == contract.ST_DROP).sum()),
-            "in_flight": int(((A["status"] == contract.ST_WAIT) | (A["status"] == contract.ST_RUN)).sum()),
+    return {"dl": (arrays["start"] - arrays["arr"])[started], "e2e": (arrays["finish"] - arrays["arr"])[done],
+            "e2e_cls": arrays["cls"][done], "cls_count": np.bincount(arrays["cls"], minlength=C),
+            "comp_sum": arrays["comp"][started].sum(axis=0), "comp_n": len(idx),
+            "comp_sample": arrays["comp"][idx[::step]],
+            "per_node": np.bincount(arrays["node"][ran].astype(np.int64) * C + arrays["cls"][ran],
+                                    minlength=len(arrays["node_dev"]) * C),
+            "done": int(done.sum()), "dropped": int((arrays["status"] == contract.ST_DROP).sum()),
+            "in_flight": int(((arrays["status"] == contract.ST_WAIT) | (arrays["status"] == contract.ST_RUN)).sum()),
             "started": int(started.sum())}
 
 
@@ -39,7 +40,7 @@ def test_blocked_digest_equals_whole_array_numpy(run, monkeypatch, block, sample
     monkeypatch.setattr(results, "_BLOCK", block)
     monkeypatch.setattr(results, "BREAKDOWN_SAMPLE", sample)
     d, ref = results.digest(run), _whole_array(run)
-    assert ref["started"] > sample and ref["done"] > 0 and ref["started"] < len(run.A["start"])
+    assert ref["started"] > sample and ref["done"] > 0 and ref["started"] < len(run.arrays["start"])
     for k, v in ref.items():
         if k == "per_node":
             continue
@@ -47,7 +48,7 @@ def test_blocked_digest_equals_whole_array_numpy(run, monkeypatch, block, sample
         assert np.array_equal(got, v) and np.asarray(got).dtype.kind == np.asarray(v).dtype.kind, k
     T, C = len(run.type_keys), len(run.cfg.classes)
     class_type = np.zeros((T, C), dtype=np.int64)
-    np.add.at(class_type, run.A["node_type"], ref["per_node"].reshape(-1, C))
+    np.add.at(class_type, run.arrays["node_type"], ref["per_node"].reshape(-1, C))
     assert np.array_equal(d["class_type"], class_type.T)
 
 

@@ -240,10 +240,10 @@ def measure_c44(load: float = 0.3, round_ms: float = 3.7, duration_s: float = 0.
     out, runs = run_config(cfg, keep=True)
     fix = []
     for run in runs:
-        A = run.A
-        bad = (A["attempts"] > 0) & (A["start"] >= 0)
-        back = A["arr"][bad] + A["comp"][bad, 4]          # the last refusal back at the scheduler (ns)
-        fix.append((A["start"][bad] - (back - cfg.rtt_s * 0.5e9)) / 1e6)
+        arrays = run.arrays
+        bad = (arrays["attempts"] > 0) & (arrays["start"] >= 0)
+        back = arrays["arr"][bad] + arrays["comp"][bad, 4]          # the last refusal back at the scheduler (ns)
+        fix.append((arrays["start"][bad] - (back - cfg.rtt_s * 0.5e9)) / 1e6)
     fix = np.concatenate(fix) if fix else np.zeros(0)
     leases = out["leases"]
     refused = leases["refused_insufficient_devices"] + leases["refused_expired"]

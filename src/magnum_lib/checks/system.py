@@ -115,7 +115,7 @@ def spike_utilization(spike_at_s: float = 0.4, spike_s: float = 0.2, **knobs) ->
     if not inside.any():
         raise ParameterError("spike_s", f"no utilization sample inside the spike [{spike_at_s}, {spike_at_s + spike_s}] s")
     running = float(np.mean(np.asarray(run.running)[inside])) / res["devices"]
-    busy_s = float(run.A["busy_type"].sum()) / 1e9
+    busy_s = float(run.arrays["busy_type"].sum()) / 1e9
     hedge_share = res["hedges"]["extra_device_s"] / busy_s if busy_s > 0 else 0.0
     held = np.mean(np.asarray(run.util)[inside] * run.dev_by_type, axis=0).sum() / res["devices"]
     return {"inference": running * (1 - hedge_share), "with_training": float(held), "hedge_share": hedge_share,
@@ -126,10 +126,10 @@ def spike_utilization(spike_at_s: float = 0.4, spike_s: float = 0.2, **knobs) ->
 def refusal_cost_ms(run) -> dict:
     """What a bad call (a refused lease) costs: mean decision latency (ms) of the started
     requests refused at least once, of those never refused, and the difference."""
-    A = run.A
-    started = A["start"] >= 0
-    lat = (A["start"] - A["arr"]) / 1e6
-    refused, clean = started & (A["attempts"] >= 1), started & (A["attempts"] == 0)
+    arrays = run.arrays
+    started = arrays["start"] >= 0
+    lat = (arrays["start"] - arrays["arr"]) / 1e6
+    refused, clean = started & (arrays["attempts"] >= 1), started & (arrays["attempts"] == 0)
     a = float(lat[refused].mean()) if refused.any() else math.nan
     b = float(lat[clean].mean()) if clean.any() else math.nan
     return {"refused_mean_ms": a, "clean_mean_ms": b, "extra_ms": a - b, "refused_requests": int(refused.sum())}
@@ -141,11 +141,11 @@ def over_window(run, window_ms: float) -> dict:
     A request not started by the end counts as over when it arrived ``window_ms`` or more
     before the end (it has waited longer already); later ones are left out (censored).
     """
-    A = run.A
+    arrays = run.arrays
     end_ns = run.cfg.duration_s * 1e9
-    started = A["start"] >= 0
-    lat = (A["start"] - A["arr"]) / 1e6
-    waited = ~started & (A["arr"] <= end_ns - window_ms * 1e6)
+    started = arrays["start"] >= 0
+    lat = (arrays["start"] - arrays["arr"]) / 1e6
+    waited = ~started & (arrays["arr"] <= end_ns - window_ms * 1e6)
     n = int(started.sum() + waited.sum())
     over = int((lat[started] > window_ms).sum() + waited.sum())
     return {"over": over, "counted": n, "share_over": over / n if n else math.nan,
@@ -283,10 +283,10 @@ def p95_with_waiting_ms(run) -> float:
     """p95 decision latency (ms) over every request, a request not started by the end
     counted at its wait so far (a lower bound): a lost lease whose timeout falls after the
     end must not leave its request out."""
-    A = run.A
-    started = A["start"] >= 0
+    arrays = run.arrays
+    started = arrays["start"] >= 0
     end_ns = run.cfg.duration_s * 1e9
-    lat = np.where(started, A["start"] - A["arr"], end_ns - A["arr"]) / 1e6
+    lat = np.where(started, arrays["start"] - arrays["arr"], end_ns - arrays["arr"]) / 1e6
     return float(np.percentile(lat, 95))
 
 

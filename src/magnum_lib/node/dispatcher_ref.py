@@ -162,9 +162,9 @@ class _Node:
         self.run_from = [0] * devices   # when its useful work begins (after pause/resume costs)
         self.busy = [0] * devices       # device time used, overheads included
         self.nxt = 0                    # the next request to admit
-        self.c = dict.fromkeys(("work_in_ns", "work_done_ns", "preemptions", "pause_overhead_ns",
-                                "resume_overhead_ns", "visited", "decisions", "events",
-                                "audited", "violations"), 0)
+        self.counts = dict.fromkeys(("work_in_ns", "work_done_ns", "preemptions", "pause_overhead_ns",
+                                     "resume_overhead_ns", "visited", "decisions", "events",
+                                     "audited", "violations"), 0)
 
     def push(self, i: int, front: bool) -> None:
         """Queue item ``i`` in its class's FIFO, at the head (a paused item) or the tail."""
@@ -180,12 +180,12 @@ class _Node:
         self.run_cls[d] = k
         if self.pauses[i]:  # restarting a paused item costs a resume
             overhead += self.resume_ns
-            self.c["resume_overhead_ns"] += self.resume_ns
+            self.counts["resume_overhead_ns"] += self.resume_ns
         self.item[d], self.given[d] = i, t
         self.run_from[d] = start_after(t, overhead, self.q)  # t is a boundary
         if self.start[i] < 0:
             self.start[i] = self.run_from[d]
-        self.c["events"] += 1
+        self.counts["events"] += 1
 
     def done_by(self, d: int, t: int) -> int:
         """Useful work (ns) of device ``d``'s item between its ``run_from`` and ``t``."""
@@ -193,22 +193,22 @@ class _Node:
 
     def retire(self, t: int) -> None:
         """Step 1: the items that ended by ``t`` finish at their exact end time (ns)."""
-        item, remaining, c = self.item, self.remaining, self.c
+        item, remaining, counts = self.item, self.remaining, self.counts
         for d in range(self.devices):
             i = item[d]
             if i >= 0 and self.run_from[d] + remaining[i] <= t:
                 self.finish[i] = self.run_from[d] + remaining[i]
                 self.busy[d] += self.finish[i] - self.given[d]
-                c["work_done_ns"] += remaining[i]
+                counts["work_done_ns"] += remaining[i]
                 remaining[i], item[d], self.run_cls[d] = 0, -1, -1
-                c["events"] += 1
+                counts["events"] += 1
 
     def admit(self, t: int) -> None:
         """Step 2: queue the requests that arrived by ``t`` (ns)."""
         while self.nxt < self.n and self.arrival[self.nxt] <= t:
             self.push(self.nxt, False)
-            self.c["work_in_ns"] += self.work[self.nxt]
-            self.c["events"] += 1
+            self.counts["work_in_ns"] += self.work[self.nxt]
+            self.counts["events"] += 1
             self.nxt += 1
 
     def assign(self, t: int) -> bool:
@@ -229,13 +229,13 @@ class _Node:
                 break
             i, done = self.item[victim], self.done_by(victim, t)
             self.remaining[i] -= done
-            self.c["work_done_ns"] += done
+            self.counts["work_done_ns"] += done
             self.busy[victim] += t - self.given[victim]
             self.pauses[i] += 1
             self.push(i, True)
-            self.c["preemptions"] += 1
-            self.c["pause_overhead_ns"] += self.pause_ns
-            self.c["events"] += 1
+            self.counts["preemptions"] += 1
+            self.counts["pause_overhead_ns"] += self.pause_ns
+            self.counts["events"] += 1
             self.give(victim, t, self.pause_ns)
             decided = True
         return decided
@@ -246,8 +246,8 @@ class _Node:
         in_progress = sum(self.done_by(d, t) for d in busy_now)
         owed = sum(self.remaining[i] for qu in self.queues for i in qu)
         owed += sum(self.remaining[self.item[d]] - self.done_by(d, t) for d in busy_now)
-        self.c["audited"] += 1
-        self.c["violations"] += self.c["work_in_ns"] != self.c["work_done_ns"] + in_progress + owed
+        self.counts["audited"] += 1
+        self.counts["violations"] += self.counts["work_in_ns"] != self.counts["work_done_ns"] + in_progress + owed
 
     def soonest(self):
         """The next arrival or end time (ns), None when nothing is left."""
@@ -260,7 +260,7 @@ class _Node:
             if self.item[d] >= 0:
                 done = self.done_by(d, t)
                 self.remaining[self.item[d]] -= done
-                self.c["work_done_ns"] += done
+                self.counts["work_done_ns"] += done
                 self.busy[d] += t - self.given[d]
 
 
@@ -292,7 +292,7 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
     q = quantum_ns
     last_tick = (NO_HORIZON if horizon_ns < 0 else horizon_ns) // q * q
     node = _Node(arrival, work, prio, devices, quantum_ns, pause_ns, resume_ns, n_classes)
-    c = node.c
+    counts = node.counts
     t = 0
     while True:
         node.retire(t)
@@ -302,8 +302,8 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
             decided = node.preempt(t) or decided
         if audit:
             node.audit(t)
-        c["visited"] += 1
-        c["decisions"] += decided
+        counts["visited"] += 1
+        counts["decisions"] += decided
         # Next boundary at which something can change (an arrival or an end), rounded up.
         soonest = node.soonest()
         if soonest is None or t >= last_tick:
@@ -311,6 +311,6 @@ def run_dispatch(arrival_ns, work_ns, priority, devices, quantum_ns, pause_ns, r
         t = min(next_boundary(soonest, q), last_tick)
     node.snapshot(t)
     as_array = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
-    return dict(c, start_ns=as_array(node.start), finish_ns=as_array(node.finish),
+    return dict(counts, start_ns=as_array(node.start), finish_ns=as_array(node.finish),
                 remaining_ns=as_array(node.remaining), pauses=as_array(node.pauses),
                 busy_ns=as_array(node.busy), end_ns=t, admitted=node.nxt)

@@ -173,8 +173,9 @@ class _Sim:
         self.first, self.finish = [-1] * n, [-1] * n
         self.routed, self.drep = [-1] * n, [-1] * n
         self.hit, self.npre, self.admitted = [0] * n, [0] * n, [False] * n
-        self.c = dict(iterations=0, prefill_tokens=0, prefill_completions=0, decode_tokens=0, output_tokens=0, cached_tokens=0,
-                      preempt_recompute=0, preempt_swap=0, swap_tokens=0, transfer_tokens=0, refused=0)
+        self.counts = dict(iterations=0, prefill_tokens=0, prefill_completions=0, decode_tokens=0, output_tokens=0,
+                           cached_tokens=0, preempt_recompute=0, preempt_swap=0, swap_tokens=0, transfer_tokens=0,
+                           refused=0)
         self.heap: list = []
         self.seq = 0
         self.kv_t, self.kv_rep, self.kv_used = [], [], []
@@ -211,7 +212,7 @@ class _Sim:
     def arrive(self, r, t):
         if self._pages(self.prompt[r] + self.output[r]) > self.spec.kv_blocks:
             self.status[r] = REFUSED
-            self.c["refused"] += 1
+            self.counts["refused"] += 1
             return None
         i = self._route(r, self.entry_cands)
         rep = self.reps[i]
@@ -236,7 +237,7 @@ class _Sim:
             self.computed[r] += c
             if was_prefill:
                 rep.outstanding -= c
-                self.c["prefill_tokens"] += c
+                self.counts["prefill_tokens"] += c
                 if self.prefix:
                     hashes, k = self.reqs.hashes(r), len(self.refs[r])
                     top = min(self.computed[r], self.prompt[r]) // hb
@@ -250,12 +251,12 @@ class _Sim:
                         k += 1
                 if self.computed[r] < self.target[r]:
                     continue
-                self.c["prefill_completions"] += 1
+                self.counts["prefill_completions"] += 1
             else:
-                self.c["decode_tokens"] += 1
+                self.counts["decode_tokens"] += 1
             self.gen[r] += 1
             rep.outstanding -= 1
-            self.c["output_tokens"] += 1
+            self.counts["output_tokens"] += 1
             if self.first[r] < 0:
                 self.first[r] = t
             if self.gen[r] == self.output[r]:
@@ -275,7 +276,7 @@ class _Sim:
         d = self._route(r, self.decode_cands)
         self.drep[r], self.status[r] = d, TRANSFER
         self.reps[d].outstanding += rem
-        self.c["transfer_tokens"] += self.computed[r]
+        self.counts["transfer_tokens"] += self.computed[r]
         self._push(t + math.ceil(self.spec.transfer_time(self.computed[r]) * NS), 1, r)
 
     # ---------------------------------------------------------------- scheduling
@@ -284,13 +285,13 @@ class _Sim:
         before = self._remaining(r)
         if self.preemption == "swap":
             rep.swap_s += self.spec.swap_time(self.computed[r])
-            self.c["swap_tokens"] += self.computed[r]
+            self.counts["swap_tokens"] += self.computed[r]
             self.host[r] = _SWAPPED
-            self.c["preempt_swap"] += 1
+            self.counts["preempt_swap"] += 1
         else:
             self.computed[r] = 0
             self.target[r] = self.prompt[r] + self.gen[r]
-            self.c["preempt_recompute"] += 1
+            self.counts["preempt_recompute"] += 1
         self._release(rep, r)
         self.npre[r] += 1
         self.status[r] = WAITING
@@ -332,11 +333,11 @@ class _Sim:
         rep.outstanding += self._remaining(r) - before
         if self.host[r] == _SWAPPED:
             rep.swap_s += self.spec.swap_time(base)
-            self.c["swap_tokens"] += base
+            self.counts["swap_tokens"] += base
         self.host[r] = _NO_HOST
         if not self.admitted[r]:
             self.admitted[r], self.hit[r] = True, base if matched else 0
-        self.c["cached_tokens"] += base if matched else 0
+        self.counts["cached_tokens"] += base if matched else 0
         self.status[r] = RUNNING
         return c
 
@@ -405,7 +406,7 @@ class _Sim:
         rep.swap_s = 0.0
         rep.batch, rep.busy = batch, True
         rep.busy_ns += dur
-        self.c["iterations"] += 1
+        self.counts["iterations"] += 1
         self.kv_t.append(t)
         self.kv_rep.append(rep.idx)
         self.kv_used.append(rep.pool.pages - rep.pool.free)
@@ -532,7 +533,7 @@ def run_checked(args: RunArgs, bar=None) -> ServingResult:
                   routed=i64(sim.routed), decode_replica=i64(sim.drep), prefix_hit_tokens=i64(sim.hit),
                   preempted=i64(sim.npre), busy_ns=i64([r.busy_ns for r in sim.reps]), kv_t_ns=i64(sim.kv_t),
                   kv_replica=i64(sim.kv_rep), kv_used=i64(sim.kv_used))
-    return make_result(args, arrays, dict(sim.c, evictions=sum(r.pool.evictions for r in sim.reps)), end, area)
+    return make_result(args, arrays, dict(sim.counts, evictions=sum(r.pool.evictions for r in sim.reps)), end, area)
 
 
 def simulate(requests: ServingRequests, replica: ReplicaSpec, *, replicas: int = 1, batching: str = "continuous",

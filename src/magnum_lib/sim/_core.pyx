@@ -158,8 +158,8 @@ cdef class Core(CoreState):
         free(self.batch)
         free(self.work)
 
-    def __init__(self, A, params):
-        self._bind(A, params)
+    def __init__(self, arrays, params):
+        self._bind(arrays, params)
         self.rng = xorshift64_seed(<uint64_t> self.seed)
         self.heap.capacity = 1024
         self.heap.size = 0

@@ -9,7 +9,8 @@ class that declares every parameter and typed array and binds them by name). The
 built region matches every name, dtype and length rule below.
 
 A new integer parameter is one entry in ``PARAMS`` (then regenerate the ``.pxi``) plus
-its use: its value in the wiring's ``P`` dict and the code that reads ``self.<name>``.
+its use: its value in the wiring (``model._core_params``) and the code that reads
+``self.<name>``.
 """
 from __future__ import annotations
 

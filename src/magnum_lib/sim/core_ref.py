@@ -45,7 +45,7 @@ The Python wiring (:mod:`magnum_lib.sim.model`) builds the inputs from the layer
 digest) and calls :meth:`Core.advance` chunk by chunk, changing the view between chunks
 (the digest) and reading the state arrays for utilization over time.
 
-Arrays (all numpy, shared with the wiring; ``A`` below is the dict passed in):
+Arrays (all numpy, shared with the wiring; ``arrays`` is the dict passed in, by name):
 
 * per node ``i``: ``node_dev`` devices, ``node_type`` type code, ``node_ckpt_ns``
   checkpoint cost of an evicted training shard there; truth ``run`` (inference copies
@@ -179,10 +179,10 @@ from magnum_lib.sim.contract import (  # the codes and parameter names, shared w
 class Core:
     """The request-path simulation of one region; see the module docstring."""
 
-    def __init__(self, A: dict, params):
-        self.A = A
+    def __init__(self, arrays: dict, params):
+        self.arrays = arrays
         p = dict(zip(PARAMS, (int(v) for v in params), strict=True))
-        self.p = p
+        self.params = p  # the parameters by name (also bound as attributes below)
         for k, v in p.items():
             setattr(self, k, v)
         self.rng = xorshift64_seed(p["seed"])
@@ -198,7 +198,7 @@ class Core:
         self.tick = 0  # gossip ticks / view refreshes so far (own-placement stamps compare to it)
         self.ntrace = 0
         if p["n_req"] > 0:
-            self._schedule_round(int(A["arr"][0]))
+            self._schedule_round(int(arrays["arr"][0]))
         if p["view_mode"] == VIEW_GOSSIP and p["gossip_ns"] > 0:
             self._push(p["gossip_ns"], 0, EV_GOSSIP)
 
@@ -214,7 +214,7 @@ class Core:
 
     def _trace(self, r, t, code, node):
         if r == self.trace_id and self.ntrace < TRACE_ROWS:
-            tr = self.A["trace"]
+            tr = self.arrays["trace"]
             tr[self.ntrace, 0], tr[self.ntrace, 1], tr[self.ntrace, 2] = t, code, node
             self.ntrace += 1
 
@@ -232,63 +232,68 @@ class Core:
             self._push(t, 0, EV_ROUND)
 
     # -- views -----------------------------------------------------------------
+    def _free(self, i):
+        """Devices of node i free now (truth, not a view)."""
+        arrays = self.arrays
+        return int(arrays["node_dev"][i] - arrays["run"][i] - arrays["train"][i] - arrays["hold"][i])
+
     def _busy(self, i):
-        A = self.A
-        return int(A["run"][i] + A["qlen"][i] + A["hold"][i])
+        arrays = self.arrays
+        return int(arrays["run"][i] + arrays["qlen"][i] + arrays["hold"][i])
 
     def _view(self, s, i):
         """(busy, training) devices of node i as scheduler s believes them."""
-        A = self.A
+        arrays = self.arrays
         if self.view_mode == VIEW_FRESH:
-            return self._busy(i) + int(A["inflight"][i]), int(A["train"][i])
+            return self._busy(i) + int(arrays["inflight"][i]), int(arrays["train"][i])
         j = s * self.n_nodes + i
-        own = int(A["own"][j]) if A["own_tick"][j] == self.tick else 0
-        return int(A["view_busy"][i]) + own, int(A["view_train"][i])
+        own = int(arrays["own"][j]) if arrays["own_tick"][j] == self.tick else 0
+        return int(arrays["view_busy"][i]) + own, int(arrays["view_train"][i])
 
     def _avail(self, s, i, can_preempt):
         b, tr = self._view(s, i)
-        cap = int(self.A["node_dev"][i]) + self.node_queue
+        cap = int(self.arrays["node_dev"][i]) + self.node_queue
         return cap - b if can_preempt else cap - b - tr
 
     def _note_placed(self, s, i):
-        A = self.A
+        arrays = self.arrays
         if self.view_mode == VIEW_FRESH:
-            A["inflight"][i] += 1
+            arrays["inflight"][i] += 1
             return
         j = s * self.n_nodes + i
-        if A["own_tick"][j] != self.tick:
-            A["own_tick"][j] = self.tick
-            A["own"][j] = 0
-        A["own"][j] += 1
+        if arrays["own_tick"][j] != self.tick:
+            arrays["own_tick"][j] = self.tick
+            arrays["own"][j] = 0
+        arrays["own"][j] += 1
 
     # -- placement -------------------------------------------------------------
     def _pick_random(self, s, lo, n, cp, t_left):
         """Next fitting random draw from pool nodes[lo:lo+n]; then up to ``scan_limit`` nodes from the last draw."""
-        A = self.A
-        nodes = A["pool_nodes"]
+        arrays = self.arrays
+        nodes = arrays["pool_nodes"]
         last = 0
         while t_left[0] > 0:
             t_left[0] -= 1
             k = self._rand(n)
             last = k
-            A["cnt"][K_EXAMINED] += 1
+            arrays["cnt"][K_EXAMINED] += 1
             i = int(nodes[lo + k])
             if self._avail(s, i, cp) > 0:
                 return i
         for j in range(min(n, self.scan_limit)):
-            A["cnt"][K_EXAMINED] += 1
+            arrays["cnt"][K_EXAMINED] += 1
             i = int(nodes[lo + (last + j) % n])
             if self._avail(s, i, cp) > 0:
                 return i
         return -1
 
     def _place_pool(self, s, r, pool, cp):
-        A = self.A
-        lo, hi = int(A["pool_off"][pool]), int(A["pool_off"][pool + 1])
+        arrays = self.arrays
+        lo, hi = int(arrays["pool_off"][pool]), int(arrays["pool_off"][pool + 1])
         n = hi - lo
         if n == 0:
             return -1
-        nodes = A["pool_nodes"]
+        nodes = arrays["pool_nodes"]
         pol = POL_TWO if self.policy == POL_HINTS else self.policy
         if pol == POL_SCAN:
             best, best_av = -1, 0
@@ -297,15 +302,15 @@ class Core:
                 av = self._avail(s, i, cp)
                 if better_of_two(best, best_av, i, av) == i:  # the most room, the first on ties
                     best, best_av = i, av
-            A["cnt"][K_EXAMINED] += n
+            arrays["cnt"][K_EXAMINED] += n
             return best
         if pol == POL_HASH:
-            rlo, rhi = int(A["ring_off"][pool]), int(A["ring_off"][pool + 1])
-            a = ring_first(A["ring_key"], rlo, rhi, self._rand(1 << 62))  # the regional layer's lookup
+            rlo, rhi = int(arrays["ring_off"][pool]), int(arrays["ring_off"][pool + 1])
+            a = ring_first(arrays["ring_key"], rlo, rhi, self._rand(1 << 62))  # the regional layer's lookup
             m = rhi - rlo
             for j in range(m):
-                i = int(A["ring_node"][rlo + (a - rlo + j) % m])
-                A["cnt"][K_EXAMINED] += 1
+                i = int(arrays["ring_node"][rlo + (a - rlo + j) % m])
+                arrays["cnt"][K_EXAMINED] += 1
                 if self._avail(s, i, cp) > 0:
                     return i
             return -1
@@ -320,55 +325,55 @@ class Core:
 
     def _place(self, s, r):
         """Node for request r by scheduler s, or -1: free devices first, preemption second."""
-        A = self.A
-        c = int(A["cls"][r])
-        may_preempt = self.preempt != PRE_NONE and int(A["cls_prio"][c]) > self.train_prio
+        arrays = self.arrays
+        c = int(arrays["cls"][r])
+        may_preempt = self.preempt != PRE_NONE and int(arrays["cls_prio"][c]) > self.train_prio
         for cp in ((False, True) if may_preempt else (False,)):
             if self.policy == POL_HINTS:  # the planner's hinted nodes first: the better of two
-                lo, n = int(A["hint_off"][c]), int(A["hint_off"][c + 1] - A["hint_off"][c])
+                lo, n = int(arrays["hint_off"][c]), int(arrays["hint_off"][c + 1] - arrays["hint_off"][c])
                 best = -1
                 for _ in range(2 if n > 0 else 0):
-                    i = int(A["hint_nodes"][lo + self._rand(n)])
-                    A["cnt"][K_EXAMINED] += 1
+                    i = int(arrays["hint_nodes"][lo + self._rand(n)])
+                    arrays["cnt"][K_EXAMINED] += 1
                     if i >= 0 and self._avail(s, i, cp) > 0 and (best < 0 or self._avail(s, i, cp) > self._avail(s, best, cp)):
                         best = i
                 if best >= 0:
                     return best
             k = s * self.n_cls + c
-            for q in range(int(A["cpool_off"][k]), int(A["cpool_off"][k + 1])):
-                i = self._place_pool(s, r, int(A["cpool"][q]), cp)
+            for q in range(int(arrays["cpool_off"][k]), int(arrays["cpool_off"][k + 1])):
+                i = self._place_pool(s, r, int(arrays["cpool"][q]), cp)
                 if i >= 0:
                     return i
         return -1
 
     # -- events ----------------------------------------------------------------
     def _round(self, t):
-        A = self.A
-        cnt = A["cnt"]
+        arrays = self.arrays
+        cnt = arrays["cnt"]
         self.next_round = -1
         self.in_round = True
         cnt[K_ROUNDS] += 1
         if self.view_mode == VIEW_ROUND:
             for i in range(self.n_nodes):
-                A["view_busy"][i] = self._busy(i)
-                A["view_train"][i] = A["train"][i]
+                arrays["view_busy"][i] = self._busy(i)
+                arrays["view_train"][i] = arrays["train"][i]
             self.tick += 1
         batch = self.pend[self.pend_head:]
         self.pend = []
         self.pend_head = 0
-        arr = A["arr"]
+        arr = arrays["arr"]
         while self.next_arr < self.n_req and arr[self.next_arr] <= t:
             batch.append(self.next_arr)
             self._trace(self.next_arr, int(arr[self.next_arr]), TR_ARRIVE, -1)
-            A["ready"][self.next_arr] = arr[self.next_arr]
+            arrays["ready"][self.next_arr] = arr[self.next_arr]
             self.next_arr += 1
         work = [self.c_round_ns] * self.n_sched
-        comp = A["comp"]
+        comp = arrays["comp"]
         rnd = int(cnt[K_ROUNDS])
         for k, r in enumerate(batch):
             s = k % self.n_sched
-            sc = s * self.n_cls + int(A["cls"][r])
-            if A["skip"][sc] == rnd:
+            sc = s * self.n_cls + int(arrays["cls"][r])
+            if arrays["skip"][sc] == rnd:
                 # This scheduler found no room for this class earlier in the round: the request
                 # keeps waiting (no attempt, no work) instead of scanning the view again.
                 self.pend.append(r)
@@ -377,19 +382,19 @@ class Core:
             i = self._place(s, r)
             work[s] += self.c_dec_ns + self.c_node_ns * (int(cnt[K_EXAMINED]) - ex0)
             done = t + work[s]
-            comp[r, C_ROUND] += t - int(A["ready"][r])
+            comp[r, C_ROUND] += t - int(arrays["ready"][r])
             comp[r, C_SCHED] += done - t
             self._trace(r, t, TR_ROUND, -1)
             if i < 0:
-                A["skip"][sc] = rnd
+                arrays["skip"][sc] = rnd
                 cnt[K_NOFIT] += 1
                 self._trace(r, done, TR_NOFIT, -1)
                 self._fail_attempt(r, done)
                 continue
             self._note_placed(s, i)
             cnt[K_LEASES] += 1
-            A["node"][r] = i
-            A["expiry"][r] = done + self.lease_ns
+            arrays["node"][r] = i
+            arrays["expiry"][r] = done + self.lease_ns
             comp[r, C_RTT] += self.rtt_half_ns
             self._trace(r, done, TR_PLACED, i)
             self._push(done + self.rtt_half_ns, r, EV_LEASE)
@@ -402,145 +407,145 @@ class Core:
 
     def _fail_attempt(self, r, t_back):
         """The attempt failed; its time moves to the retry component and r waits again."""
-        A = self.A
-        comp = A["comp"]
-        comp[r, C_RETRY] += t_back - int(A["ready"][r])
+        arrays = self.arrays
+        comp = arrays["comp"]
+        comp[r, C_RETRY] += t_back - int(arrays["ready"][r])
         for k in (C_ROUND, C_SCHED, C_RTT, C_VALID):
             comp[r, k] = 0
-        A["attempts"][r] += 1
-        if A["attempts"][r] >= self.max_attempts:
-            A["status"][r] = ST_DROP
-            A["finish"][r] = t_back
-            A["cnt"][K_DROPPED] += 1
+        arrays["attempts"][r] += 1
+        if arrays["attempts"][r] >= self.max_attempts:
+            arrays["status"][r] = ST_DROP
+            arrays["finish"][r] = t_back
+            arrays["cnt"][K_DROPPED] += 1
             self._trace(r, t_back, TR_DROP, -1)
             return
-        A["ready"][r] = t_back
+        arrays["ready"][r] = t_back
         self.pend.append(r)
         self._schedule_round(t_back)
 
     # -- the node's class queues and devices (the dispatcher's rules) ------------
     def _q_push(self, i, c, front):
         """Queue copy c at node i, in its dispatcher class's FIFO (``front``: a paused copy)."""
-        A = self.A
-        k = i * self.n_rank + int(A["cls_rank"][A["cls"][c >> 1]])
-        nxt = A["cq_next"]
-        if A["nq_len"][k] == 0:
-            A["nq_head"][k] = A["nq_tail"][k] = c
+        arrays = self.arrays
+        k = i * self.n_rank + int(arrays["cls_rank"][arrays["cls"][c >> 1]])
+        nxt = arrays["cq_next"]
+        if arrays["nq_len"][k] == 0:
+            arrays["nq_head"][k] = arrays["nq_tail"][k] = c
             nxt[c] = -1
         elif front:
-            nxt[c] = A["nq_head"][k]
-            A["nq_head"][k] = c
+            nxt[c] = arrays["nq_head"][k]
+            arrays["nq_head"][k] = c
         else:
-            nxt[int(A["nq_tail"][k])] = c
+            nxt[int(arrays["nq_tail"][k])] = c
             nxt[c] = -1
-            A["nq_tail"][k] = c
-        A["nq_len"][k] += 1
-        A["qlen"][i] += 1
+            arrays["nq_tail"][k] = c
+        arrays["nq_len"][k] += 1
+        arrays["qlen"][i] += 1
 
     def _q_pop(self, i):
         """The copy node i's freed device serves: the head of its most urgent non-empty class."""
-        A = self.A
+        arrays = self.arrays
         lo = i * self.n_rank
-        k = lo + most_urgent(A["nq_len"][lo:lo + self.n_rank], self.n_rank)  # the node layer's rule
-        c = int(A["nq_head"][k])
-        A["nq_head"][k] = A["cq_next"][c]
-        A["nq_len"][k] -= 1
-        A["qlen"][i] -= 1
+        k = lo + most_urgent(arrays["nq_len"][lo:lo + self.n_rank], self.n_rank)  # the node layer's rule
+        c = int(arrays["nq_head"][k])
+        arrays["nq_head"][k] = arrays["cq_next"][c]
+        arrays["nq_len"][k] -= 1
+        arrays["qlen"][i] -= 1
         return c
 
     def _q_remove(self, i, c):
         """Withdraw copy c from node i's queue (a paused copy whose other copy finished)."""
-        A = self.A
-        k = i * self.n_rank + int(A["cls_rank"][A["cls"][c >> 1]])
-        nxt = A["cq_next"]
-        prev, x = -1, int(A["nq_head"][k])
+        arrays = self.arrays
+        k = i * self.n_rank + int(arrays["cls_rank"][arrays["cls"][c >> 1]])
+        nxt = arrays["cq_next"]
+        prev, x = -1, int(arrays["nq_head"][k])
         while x != c:
             prev, x = x, int(nxt[x])
         if prev < 0:
-            A["nq_head"][k] = nxt[c]
+            arrays["nq_head"][k] = nxt[c]
         else:
             nxt[prev] = nxt[c]
-        if A["nq_tail"][k] == c:
-            A["nq_tail"][k] = prev
-        A["nq_len"][k] -= 1
-        A["qlen"][i] -= 1
+        if arrays["nq_tail"][k] == c:
+            arrays["nq_tail"][k] = prev
+        arrays["nq_len"][k] -= 1
+        arrays["qlen"][i] -= 1
 
     def _take_slot(self, i, c, slot):
         """Copy c takes device ``slot`` of node i (-1: its lowest free one)."""
-        A = self.A
-        off = int(A["slot_off"][i])
+        arrays = self.arrays
+        off = int(arrays["slot_off"][i])
         if slot < 0:
             slot = 0
-            while A["slot_copy"][off + slot] >= 0:
+            while arrays["slot_copy"][off + slot] >= 0:
                 slot += 1
-        A["slot_copy"][off + slot] = c
-        A["slot_rank"][off + slot] = A["cls_rank"][A["cls"][c >> 1]]
-        A["cslot"][c] = slot
+        arrays["slot_copy"][off + slot] = c
+        arrays["slot_rank"][off + slot] = arrays["cls_rank"][arrays["cls"][c >> 1]]
+        arrays["cslot"][c] = slot
 
     def _free_slot(self, c):
-        A = self.A
-        slot = int(A["cslot"][c])
-        off = int(A["slot_off"][int(A["cnode"][c])]) + slot
-        A["slot_copy"][off] = -1
-        A["slot_rank"][off] = -1
+        arrays = self.arrays
+        slot = int(arrays["cslot"][c])
+        off = int(arrays["slot_off"][int(arrays["cnode"][c])]) + slot
+        arrays["slot_copy"][off] = -1
+        arrays["slot_rank"][off] = -1
         return slot
 
     def _pause(self, c, tb):
         """Pause running copy c at boundary tb (micro-preemption): its remaining work waits at
         the head of its class queue; returns its device slot and whether it was borrowed."""
-        A = self.A
-        cnt = A["cnt"]
-        i = int(A["cnode"][c])
-        done = max(tb - int(A["cstart"][c]), 0)  # useful work of this run until the pause
-        A["busy_type"][int(A["node_type"][i])] += done
-        if A["cborrow"][c]:
+        arrays = self.arrays
+        cnt = arrays["cnt"]
+        i = int(arrays["cnode"][c])
+        done = max(tb - int(arrays["cstart"][c]), 0)  # useful work of this run until the pause
+        arrays["busy_type"][int(arrays["node_type"][i])] += done
+        if arrays["cborrow"][c]:
             cnt[K_MICRO_NS] += done
         if c & 1:
             cnt[K_HEDGE_NS] += done
-        A["cend"][c] -= max(tb, int(A["cstart"][c]))  # paused: cend holds the work still needed
-        A["cstate"][c] = CS_PAUSED
-        A["run"][i] -= 1
+        arrays["cend"][c] -= max(tb, int(arrays["cstart"][c]))  # paused: cend holds the work still needed
+        arrays["cstate"][c] = CS_PAUSED
+        arrays["run"][i] -= 1
         slot = self._free_slot(c)
         self._q_push(i, c, True)
         cnt[K_PAUSED] += 1
         self._trace(c >> 1, tb, TR_PAUSE, i)
-        return slot, int(A["cborrow"][c])
+        return slot, int(arrays["cborrow"][c])
 
     def _serve_queue(self, i, t, borrowed, slot):
         """A device of node i frees at t: the next queued copy starts (or resumes) on it at the
         next boundary (a borrowed device stays borrowed: the copy was queued behind it)."""
-        A = self.A
+        arrays = self.arrays
         c = self._q_pop(i)
-        if A["cstate"][c] == CS_PAUSED:  # a paused copy pays the resume, then runs what it still needs
+        if arrays["cstate"][c] == CS_PAUSED:  # a paused copy pays the resume, then runs what it still needs
             t1 = start_after(t, self.resume_ns, self.quantum_ns)
-            A["cstate"][c], A["cstart"][c], A["cborrow"][c] = CS_RUN, t1, borrowed
-            A["cend"][c] += t1
-            A["run"][i] += 1
+            arrays["cstate"][c], arrays["cstart"][c], arrays["cborrow"][c] = CS_RUN, t1, borrowed
+            arrays["cend"][c] += t1
+            arrays["run"][i] += 1
             self._take_slot(i, c, slot)
-            self._push(int(A["cend"][c]), c, EV_FINISH)
-            A["cnt"][K_UNPAUSED] += 1
+            self._push(int(arrays["cend"][c]), c, EV_FINISH)
+            arrays["cnt"][K_UNPAUSED] += 1
             self._trace(c >> 1, t1, TR_RESUME, i)
             return
         r = c >> 1
         t0 = self._align(t)
-        A["comp"][r, C_DISPATCH] += t0 - int(A["ready"][r])
+        arrays["comp"][r, C_DISPATCH] += t0 - int(arrays["ready"][r])
         self._start_copy(c, i, t0, borrowed, slot)
 
     def _start_copy(self, c, i, t, borrowed, slot=-1):
-        A = self.A
+        arrays = self.arrays
         r = c >> 1
-        cl = int(A["cls"][r])
-        base = int(A["service"][cl * self.n_types + int(A["node_type"][i])])
-        mult = float(A["hnoise"][r] if c & 1 else A["noise"][r])
-        dur = int(base * mult) + int(A["cls_setup"][cl]) + 1
-        A["cstate"][c], A["cnode"][c], A["cstart"][c], A["cborrow"][c] = CS_RUN, i, t, borrowed
-        A["cend"][c] = t + dur
-        A["run"][i] += 1
+        cl = int(arrays["cls"][r])
+        base = int(arrays["service"][cl * self.n_types + int(arrays["node_type"][i])])
+        mult = float(arrays["hnoise"][r] if c & 1 else arrays["noise"][r])
+        dur = int(base * mult) + int(arrays["cls_setup"][cl]) + 1
+        arrays["cstate"][c], arrays["cnode"][c], arrays["cstart"][c], arrays["cborrow"][c] = CS_RUN, i, t, borrowed
+        arrays["cend"][c] = t + dur
+        arrays["run"][i] += 1
         self._take_slot(i, c, slot)
         self._push(t + dur, c, EV_FINISH)
         if c & 1 == 0:
-            A["status"][r] = ST_RUN
-            A["start"][r] = t
+            arrays["status"][r] = ST_RUN
+            arrays["start"][r] = t
             self._trace(r, t, TR_START, i)
             thr = hedge_delay_ns(base, self.hedge_milli)  # the node layer's rule (hedge_rule_ref)
             if sends_copy(dur, thr, self.hedge_milli > 0):
@@ -548,9 +553,9 @@ class Core:
 
     def _accept_start(self, r, i, tv, ready, pause, borrowed, slot=-1):
         """Start r's primary on node i: the dispatcher's next boundary after ``ready``, then ``pause``."""
-        A = self.A
+        arrays = self.arrays
         t = start_after(ready, pause, self.quantum_ns)
-        A["comp"][r, C_DISPATCH] += t - tv
+        arrays["comp"][r, C_DISPATCH] += t - tv
         self._start_copy(2 * r, i, t, borrowed, slot)
 
     def _lease(self, r, ta):
@@ -559,42 +564,43 @@ class Core:
         In a true partition (``part_leases``) a lease to a cut-off node is lost instead: no
         validation, no reply; its scheduler retries when the lease expires (counted expired).
         """
-        A = self.A
-        i = int(A["node"][r])
-        if self.part_leases and self.part_start_ns <= ta < self.part_end_ns and A["part"][i]:
+        arrays = self.arrays
+        i = int(arrays["node"][r])
+        if self.part_leases and self.part_start_ns <= ta < self.part_end_ns and arrays["part"][i]:
             if self.view_mode == VIEW_FRESH:
-                A["inflight"][i] -= 1
-            A["cnt"][K_EXPIRED] += 1
-            t_back = max(int(A["expiry"][r]), ta)
+                arrays["inflight"][i] -= 1
+            arrays["cnt"][K_EXPIRED] += 1
+            t_back = max(int(arrays["expiry"][r]), ta)
             self._trace(r, t_back, TR_REFUSED, i)
             self._push(t_back, r, EV_RETRY)
             return
         self._lease_decide(r, ta)
         if self.piggyback and self.view_mode != VIEW_FRESH:
-            A = self.A
-            i = int(A["node"][r])
-            A["view_busy"][i] = self._busy(i)
-            A["view_train"][i] = A["train"][i]
-            A["view_time"][i] = ta
-            A["view_ver"][i] = ta
+            arrays = self.arrays
+            i = int(arrays["node"][r])
+            arrays["view_busy"][i] = self._busy(i)
+            arrays["view_train"][i] = arrays["train"][i]
+            arrays["view_time"][i] = ta
+            arrays["view_ver"][i] = ta
 
     def _lease_decide(self, r, ta):
-        """The lease arrives at node A["node"][r] at ``ta`` (ns): validate, then accept, preempt, queue or refuse."""
-        A = self.A
-        cnt = A["cnt"]
-        i = int(A["node"][r])
+        """The lease arrives at its node (``arrays["node"][r]``) at ``ta`` (ns): validate, then accept,
+        preempt, queue or refuse."""
+        arrays = self.arrays
+        cnt = arrays["cnt"]
+        i = int(arrays["node"][r])
         if self.view_mode == VIEW_FRESH:
-            A["inflight"][i] -= 1
+            arrays["inflight"][i] -= 1
         tv = ta + self.c_val_ns
-        A["comp"][r, C_VALID] += self.c_val_ns
+        arrays["comp"][r, C_VALID] += self.c_val_ns
         self._trace(r, ta, TR_LEASE, i)
-        if lease_expired(int(A["expiry"][r]), ta):
+        if lease_expired(int(arrays["expiry"][r]), ta):
             cnt[K_EXPIRED] += 1
             self._refuse(r, tv, i)
             return
-        free = int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i])
-        c = int(A["cls"][r])
-        prio = int(A["cls_prio"][c])
+        free = self._free(i)
+        c = int(arrays["cls"][r])
+        prio = int(arrays["cls_prio"][c])
         v, v_prio = self._lease_victim(i, c, free)
         # The validator's rule (regional.validator_ref): one device, the victim's priority as
         # the node's lowest (min_prio = prio when nothing can go).
@@ -614,31 +620,31 @@ class Core:
         # With micro-preemption, the dispatcher's pause rule picks the least urgent running
         # inference copy of a class below this one (node.dispatcher_ref.pause_victim, lowest
         # device on a tie); training goes first when it is no more urgent than that.
-        A = self.A
-        v, v_prio, off = -1, int(A["cls_prio"][c]), int(A["slot_off"][i])
-        if free == 0 and self.preempt == PRE_MICRO and A["run"][i] > 0:
-            dev = int(A["node_dev"][i])
-            v = pause_victim(A["slot_rank"][off:off + dev], dev, int(A["cls_rank"][c]))
+        arrays = self.arrays
+        v, v_prio, off = -1, int(arrays["cls_prio"][c]), int(arrays["slot_off"][i])
+        if free == 0 and self.preempt == PRE_MICRO and arrays["run"][i] > 0:
+            dev = int(arrays["node_dev"][i])
+            v = pause_victim(arrays["slot_rank"][off:off + dev], dev, int(arrays["cls_rank"][c]))
             if v >= 0:
-                v_prio = int(A["cls_prio"][A["cls"][int(A["slot_copy"][off + v]) >> 1]])
-        if A["train"][i] > 0 and (v < 0 or self.train_prio <= v_prio):
+                v_prio = int(arrays["cls_prio"][arrays["cls"][int(arrays["slot_copy"][off + v]) >> 1]])
+        if arrays["train"][i] > 0 and (v < 0 or self.train_prio <= v_prio):
             v, v_prio = -1, self.train_prio
         return v, v_prio
 
     def _lease_micro(self, r, i, tv, v):
         """Micro-preemption at ``tv`` (ns): borrow a training device, or pause slot v's copy at the next boundary."""
-        A = self.A
-        A["cnt"][K_ACCEPT_MICRO] += 1
+        arrays = self.arrays
+        arrays["cnt"][K_ACCEPT_MICRO] += 1
         if v < 0:  # a training kernel is paused: its device is borrowed
-            A["train"][i] -= 1
+            arrays["train"][i] -= 1
             self._accept_start(r, i, tv, tv, self.micro_ns, 1)  # paused at a boundary (C20)
             return
-        cp = int(A["slot_copy"][int(A["slot_off"][i]) + v])
+        cp = int(arrays["slot_copy"][int(arrays["slot_off"][i]) + v])
         tb = next_boundary(tv, self.quantum_ns)
-        if A["cend"][cp] <= tb:
+        if arrays["cend"][cp] <= tb:
             # The victim ends by the boundary: nothing to pause, its device serves the
             # queue there (this request is the most urgent in it).
-            A["ready"][r] = tv
+            arrays["ready"][r] = tv
             self._q_push(i, 2 * r, False)
             self._trace(r, tv, TR_QUEUED, i)
             return
@@ -647,25 +653,26 @@ class Core:
 
     def _lease_evict(self, r, i, tv, prio):
         """Checkpoint preemption at ``tv`` (ns): evict the validator's victim shard, start once checkpointed."""
-        A = self.A
-        cnt = A["cnt"]
-        lo, hi = int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])
-        state, devs = A["shard_state"], A["shard_dev"]
+        arrays = self.arrays
+        cnt = arrays["cnt"]
+        lo, hi = int(arrays["node_shard_off"][i]), int(arrays["node_shard_off"][i + 1])
+        state, devs = arrays["shard_state"], arrays["shard_dev"]
         # Every shard has train_prio. No device is free and one is needed, so the first
         # victim is the only one.
         sh, _ = cover_victims(lambda s: state[s] == 0, lambda s: self.train_prio, lambda s: int(devs[s]),
                               lo, hi, 0, 1, prio)
         if sh < 0:
             sh = hi - 1
-        d = int(A["shard_dev"][sh])
-        ck = int(A["node_ckpt_ns"][i])
-        A["shard_state"][sh] = 1
-        A["train"][i] -= d
-        A["hold"][i] += d - 1
+        d = int(arrays["shard_dev"][sh])
+        ck = int(arrays["node_ckpt_ns"][i])
+        arrays["shard_state"][sh] = 1
+        arrays["train"][i] -= d
+        arrays["hold"][i] += d - 1
         if d > 1:
             self._push(tv + ck, sh, EV_CKPT)
         cnt[K_EVICT] += 1
-        cnt[K_LOST_NS] += d * lost_work_ns(tv, int(A["shard_start"][sh]), self.ckpt_interval_ns)  # the lease rule's
+        # lost_work_ns: the lease rule's (regional layer)
+        cnt[K_LOST_NS] += d * lost_work_ns(tv, int(arrays["shard_start"][sh]), self.ckpt_interval_ns)
         cnt[K_CKPT_NS] += d * ck
         cnt[K_ACCEPT_CKPT] += 1
         self._accept_start(r, i, tv, tv + ck, 0, 0)  # the device is free once checkpointed
@@ -674,12 +681,12 @@ class Core:
         """No device now: queue at ``tv`` (ns) if the node's queue has room and a device will free, else refuse."""
         # Queue only behind inference (or a checkpoint) that will free a device; a node
         # whose devices all run training would keep the request forever.
-        A = self.A
-        cnt = A["cnt"]
-        if A["qlen"][i] < self.node_queue and A["run"][i] + A["hold"][i] > 0:
+        arrays = self.arrays
+        cnt = arrays["cnt"]
+        if arrays["qlen"][i] < self.node_queue and arrays["run"][i] + arrays["hold"][i] > 0:
             cnt[K_ACCEPT] += 1
             cnt[K_QUEUED] += 1
-            A["ready"][r] = tv  # dispatch wait counts from validation
+            arrays["ready"][r] = tv  # dispatch wait counts from validation
             self._q_push(i, 2 * r, False)
             self._trace(r, tv, TR_QUEUED, i)
             return
@@ -692,122 +699,122 @@ class Core:
 
     def _release(self, i, borrowed, t, slot):
         """A copy ended on node i at t: hand its device (``slot``) on (queue, training, waiting shard)."""
-        A = self.A
-        A["run"][i] -= 1
-        if A["qlen"][i] > 0 and (borrowed or int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0):
+        arrays = self.arrays
+        arrays["run"][i] -= 1
+        if arrays["qlen"][i] > 0 and (borrowed or self._free(i) > 0):
             self._serve_queue(i, t, borrowed, slot)
             return
         if borrowed:
-            A["train"][i] += 1  # the paused training kernel resumes on its device
+            arrays["train"][i] += 1  # the paused training kernel resumes on its device
         self._resume_shards(i)
 
     def _resume_shards(self, i):
-        A = self.A
-        for sh in range(int(A["node_shard_off"][i]), int(A["node_shard_off"][i + 1])):
-            if A["shard_state"][sh] == 1 and A["qlen"][i] == 0:
-                d = int(A["shard_dev"][sh])
-                if int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) >= d:
-                    A["shard_state"][sh] = 0
-                    A["train"][i] += d
-                    A["cnt"][K_RESUMED] += 1
+        arrays = self.arrays
+        for sh in range(int(arrays["node_shard_off"][i]), int(arrays["node_shard_off"][i + 1])):
+            if arrays["shard_state"][sh] == 1 and arrays["qlen"][i] == 0:
+                d = int(arrays["shard_dev"][sh])
+                if self._free(i) >= d:
+                    arrays["shard_state"][sh] = 0
+                    arrays["train"][i] += d
+                    arrays["cnt"][K_RESUMED] += 1
 
     def _finish(self, c, t):
-        A = self.A
-        if A["cstate"][c] != CS_RUN or A["cend"][c] != t:
+        arrays = self.arrays
+        if arrays["cstate"][c] != CS_RUN or arrays["cend"][c] != t:
             return  # killed (the other copy won), or the end of a run since paused
         r = c >> 1
-        A["cstate"][c] = CS_ENDED
-        i = int(A["cnode"][c])
-        ty = int(A["node_type"][i])
-        A["busy_type"][ty] += t - int(A["cstart"][c])
-        if A["cborrow"][c]:
-            A["cnt"][K_MICRO_NS] += t - int(A["cstart"][c])
+        arrays["cstate"][c] = CS_ENDED
+        i = int(arrays["cnode"][c])
+        ty = int(arrays["node_type"][i])
+        arrays["busy_type"][ty] += t - int(arrays["cstart"][c])
+        if arrays["cborrow"][c]:
+            arrays["cnt"][K_MICRO_NS] += t - int(arrays["cstart"][c])
         if c & 1:
-            A["cnt"][K_HEDGE_NS] += t - int(A["cstart"][c])
-            A["cnt"][K_HEDGE_WON] += 1
-        self._release(i, int(A["cborrow"][c]), t, self._free_slot(c))
+            arrays["cnt"][K_HEDGE_NS] += t - int(arrays["cstart"][c])
+            arrays["cnt"][K_HEDGE_WON] += 1
+        self._release(i, int(arrays["cborrow"][c]), t, self._free_slot(c))
         o = c ^ 1
-        if A["cstate"][o] == CS_PAUSED:  # the slower copy waits paused: withdraw it from its queue
-            A["cstate"][o] = CS_ENDED
-            j = int(A["cnode"][o])
+        if arrays["cstate"][o] == CS_PAUSED:  # the slower copy waits paused: withdraw it from its queue
+            arrays["cstate"][o] = CS_ENDED
+            j = int(arrays["cnode"][o])
             self._q_remove(j, o)
             self._resume_shards(j)
-        elif A["cstate"][o] == CS_RUN:  # kill the slower copy
-            A["cstate"][o] = CS_ENDED
-            j = int(A["cnode"][o])
-            A["busy_type"][int(A["node_type"][j])] += t - int(A["cstart"][o])
+        elif arrays["cstate"][o] == CS_RUN:  # kill the slower copy
+            arrays["cstate"][o] = CS_ENDED
+            j = int(arrays["cnode"][o])
+            arrays["busy_type"][int(arrays["node_type"][j])] += t - int(arrays["cstart"][o])
             if o & 1:
-                A["cnt"][K_HEDGE_NS] += t - int(A["cstart"][o])
-            if A["cborrow"][o]:
-                A["cnt"][K_MICRO_NS] += t - int(A["cstart"][o])
-            self._release(j, int(A["cborrow"][o]), t, self._free_slot(o))
-        A["status"][r] = ST_DONE
-        A["finish"][r] = t
-        A["cnt"][K_DONE] += 1
+                arrays["cnt"][K_HEDGE_NS] += t - int(arrays["cstart"][o])
+            if arrays["cborrow"][o]:
+                arrays["cnt"][K_MICRO_NS] += t - int(arrays["cstart"][o])
+            self._release(j, int(arrays["cborrow"][o]), t, self._free_slot(o))
+        arrays["status"][r] = ST_DONE
+        arrays["finish"][r] = t
+        arrays["cnt"][K_DONE] += 1
         self._trace(r, t, TR_FINISH, i)
 
     def _hedge(self, r, t):
-        A = self.A
-        if A["status"][r] != ST_RUN:
+        arrays = self.arrays
+        if arrays["status"][r] != ST_RUN:
             return
-        i0 = int(A["cnode"][2 * r])
-        k = int(A["cls"][r]) * self.n_types + int(A["node_type"][i0])  # same type, able to serve the class
-        lo, hi = int(A["type_off"][k]), int(A["type_off"][k + 1])
+        i0 = int(arrays["cnode"][2 * r])
+        k = int(arrays["cls"][r]) * self.n_types + int(arrays["node_type"][i0])  # same type, able to serve the class
+        lo, hi = int(arrays["type_off"][k]), int(arrays["type_off"][k + 1])
         best = -1
         for _ in range(HEDGE_PROBES):  # probe random nodes of the same type (truth, over RTT)
-            j = int(A["type_nodes"][lo + self._rand(hi - lo)])
-            if takes_copy(j, i0, int(A["node_dev"][j] - A["run"][j] - A["train"][j] - A["hold"][j])):  # the node layer's
+            j = int(arrays["type_nodes"][lo + self._rand(hi - lo)])
+            if takes_copy(j, i0, self._free(j)):  # the node layer's
                 best = j
                 break
         if best < 0:
-            A["cnt"][K_HEDGE_NONE] += 1
+            arrays["cnt"][K_HEDGE_NONE] += 1
             return
-        A["cnt"][K_HEDGES] += 1
+        arrays["cnt"][K_HEDGES] += 1
         self._trace(r, t, TR_HEDGE, best)
         self._start_copy(2 * r + 1, best, self._align(t + 2 * self.rtt_half_ns), 0)
 
     def _gossip(self, t):
-        A = self.A
+        arrays = self.arrays
         m = self.ring_m
         k = self.tick + 1
         slot = k % m
         in_part = self.part_start_ns <= t < self.part_end_ns
         age = 0  # the entries' ages just before and just after this tick (their mean over the interval)
         for i in range(self.n_nodes):
-            age += t - int(A["view_time"][i])
-            A["snap_busy"][slot * self.n_nodes + i] = self._busy(i)
-            A["snap_train"][slot * self.n_nodes + i] = A["train"][i]
-            lag = min(int(A["lag"][i]), k, m - 1)
+            age += t - int(arrays["view_time"][i])
+            arrays["snap_busy"][slot * self.n_nodes + i] = self._busy(i)
+            arrays["snap_train"][slot * self.n_nodes + i] = arrays["train"][i]
+            lag = min(int(arrays["lag"][i]), k, m - 1)
             ts = t - lag * self.gossip_ns  # when the gossiped state was taken at the node
             # cut off by the partition, or older than the entry the scheduler holds (a lease
             # reply): the scheduler's entry for i stays as it was
-            if not (in_part and A["part"][i]) and ts >= A["view_ver"][i]:
+            if not (in_part and arrays["part"][i]) and ts >= arrays["view_ver"][i]:
                 src = ((k - lag) % m) * self.n_nodes + i  # slot-major: one slot's nodes are contiguous
-                A["view_busy"][i] = A["snap_busy"][src]
-                A["view_train"][i] = A["snap_train"][src]
-                A["view_time"][i] = ts
-                A["view_ver"][i] = ts
-            age += t - int(A["view_time"][i])
-        A["cnt"][K_VIEW_AGE_NS] += age
-        A["cnt"][K_VIEW_SAMPLES] += 2 * self.n_nodes
+                arrays["view_busy"][i] = arrays["snap_busy"][src]
+                arrays["view_train"][i] = arrays["snap_train"][src]
+                arrays["view_time"][i] = ts
+                arrays["view_ver"][i] = ts
+            age += t - int(arrays["view_time"][i])
+        arrays["cnt"][K_VIEW_AGE_NS] += age
+        arrays["cnt"][K_VIEW_SAMPLES] += 2 * self.n_nodes
         self.tick = k
-        A["cnt"][K_GOSSIP] += 1
+        arrays["cnt"][K_GOSSIP] += 1
         self._push(t + self.gossip_ns, 0, EV_GOSSIP)
 
     def _ckpt_done(self, sh):
-        A = self.A
-        i = int(A["shard_node"][sh])
-        A["hold"][i] -= int(A["shard_dev"][sh]) - 1
+        arrays = self.arrays
+        i = int(arrays["shard_node"][sh])
+        arrays["hold"][i] -= int(arrays["shard_dev"][sh]) - 1
         # The freed devices go to the queue first, then to waiting shards.
-        while A["qlen"][i] > 0 and int(A["node_dev"][i] - A["run"][i] - A["train"][i] - A["hold"][i]) > 0:
+        while arrays["qlen"][i] > 0 and self._free(i) > 0:
             self._serve_queue(i, self.now, 0, -1)
         self._resume_shards(i)
 
     # -- the loop ----------------------------------------------------------------
     def advance(self, t_end: int) -> int:
         """Handle every event before ``t_end`` (ns); return the number handled."""
-        A = self.A
-        cnt = A["cnt"]
+        arrays = self.arrays
+        cnt = arrays["cnt"]
         handled = 0
         while self.heap and self.heap[0][0] < t_end:
             t, _, payload = heapq.heappop(self.heap)

@@ -203,8 +203,8 @@ def _training(cfg: SimConfig, node_dev: np.ndarray, rng):
 class RegionRun:
     """One region's inputs, core and collected series (see :func:`build_region`)."""
 
-    def __init__(self, cfg, A, params, core, type_keys, energy_w, times, rate, lag_dist, n_inf_dev):
-        self.cfg, self.A, self.params, self.core = cfg, A, params, core
+    def __init__(self, cfg, arrays, params, core, type_keys, energy_w, times, rate, lag_dist, n_inf_dev):
+        self.cfg, self.arrays, self.params, self.core = cfg, arrays, params, core
         self.type_keys, self.power_w, self.times, self.rate = type_keys, energy_w, times, rate
         self.lag_dist = lag_dist
         self.inference_devices = n_inf_dev
@@ -463,7 +463,7 @@ def _core_arrays(cfg: SimConfig, lay: RegionLayout, requests, tables: dict, ring
     z = lambda k, dt=np.int64: np.zeros(k, dtype=dt)  # noqa: E731
     cls_rank, NR = dispatch_classes([c.priority for c in cfg.classes])
     slot_off = np.concatenate([[0], np.cumsum(node_dev)]).astype(np.int64)
-    A = dict(
+    arrays = dict(
         node_dev=node_dev, node_type=node_type, node_ckpt_ns=tables["node_ckpt_ns"],
         run=z(n), qlen=z(n), train=train.copy(), hold=z(n), inflight=z(n),
         view_busy=z(n), view_train=train.copy(), view_time=z(n), view_ver=np.full(n, -1, dtype=np.int64),
@@ -491,29 +491,31 @@ def _core_arrays(cfg: SimConfig, lay: RegionLayout, requests, tables: dict, ring
         cnt=z(contract.N_COUNTERS), busy_type=z(T), skip=np.full(S * C, -1, dtype=np.int64), trace=np.full((contract.TRACE_ROWS, 3), -1, dtype=np.int64),
     )
     if cfg.view != "fresh":
-        A["view_busy"][:] = 0
-    return A
+        arrays["view_busy"][:] = 0
+    return arrays
 
 
-def _core_params(cfg: SimConfig, A: dict, T: int, ring_m: int, rng) -> list:
+def _core_params(cfg: SimConfig, arrays: dict, T: int, ring_m: int, rng) -> list:
     """The core's parameters in contract.PARAMS order (times in ns; the core's seed drawn from ``rng``)."""
-    n, R, C, S = A["node_dev"].size, A["arr"].size, len(cfg.classes), cfg.schedulers
+    n, R, C, S = arrays["node_dev"].size, arrays["arr"].size, len(cfg.classes), cfg.schedulers
     NR = dispatch_classes([c.priority for c in cfg.classes])[1]
     trace_id = cfg.trace_request if cfg.trace_request >= 0 else R // 2
-    P = dict(n_nodes=n, n_req=R, n_types=T, n_cls=C, n_sched=S, round_ns=max(1, _ns(cfg.round_s)),
-             rtt_half_ns=_ns(cfg.rtt_s / 2), c_round_ns=_ns(cfg.c_round_s), c_dec_ns=_ns(cfg.c_decision_s),
-             c_node_ns=_ns(cfg.c_node_s), c_val_ns=_ns(cfg.c_validate_s), quantum_ns=_ns(cfg.quantum_s),
-             policy=("random", "scan", "two-choices", "hash", "hints").index(cfg.policy),
-             view_mode=("fresh", "round", "gossip").index(cfg.view),
-             preempt={"none": 0, "kill": 1, "checkpoint": 1, "micro": 2}[cfg.preempt], micro_ns=_ns(cfg.micro_preempt_s),
-             hedge_milli=int(round(cfg.hedge_factor * 1000)), node_queue=cfg.node_queue, lease_ns=_ns(cfg.lease_timeout_s),
-             max_attempts=cfg.max_attempts, gossip_ns=max(1, _ns(cfg.gossip_interval_s)), ring_m=ring_m,
-             trace_id=trace_id, ckpt_interval_ns=max(1, _ns(cfg.checkpoint_interval_s)), train_prio=0,
-             draws=cfg.draws, scan_limit=cfg.scan_limit, piggyback=int(cfg.piggyback), seed=int(rng.integers(2**62)),
-             part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
-             part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1,
-             n_rank=NR, resume_ns=_ns(cfg.micro_resume_s), part_leases=int(cfg.partition_leases))
-    return [P[k] for k in contract.PARAMS]
+    by_name = dict(n_nodes=n, n_req=R, n_types=T, n_cls=C, n_sched=S, round_ns=max(1, _ns(cfg.round_s)),
+                   rtt_half_ns=_ns(cfg.rtt_s / 2), c_round_ns=_ns(cfg.c_round_s), c_dec_ns=_ns(cfg.c_decision_s),
+                   c_node_ns=_ns(cfg.c_node_s), c_val_ns=_ns(cfg.c_validate_s), quantum_ns=_ns(cfg.quantum_s),
+                   policy=("random", "scan", "two-choices", "hash", "hints").index(cfg.policy),
+                   view_mode=("fresh", "round", "gossip").index(cfg.view),
+                   preempt={"none": 0, "kill": 1, "checkpoint": 1, "micro": 2}[cfg.preempt],
+                   micro_ns=_ns(cfg.micro_preempt_s), hedge_milli=int(round(cfg.hedge_factor * 1000)),
+                   node_queue=cfg.node_queue, lease_ns=_ns(cfg.lease_timeout_s),
+                   max_attempts=cfg.max_attempts, gossip_ns=max(1, _ns(cfg.gossip_interval_s)), ring_m=ring_m,
+                   trace_id=trace_id, ckpt_interval_ns=max(1, _ns(cfg.checkpoint_interval_s)), train_prio=0,
+                   draws=cfg.draws, scan_limit=cfg.scan_limit, piggyback=int(cfg.piggyback),
+                   seed=int(rng.integers(2**62)),
+                   part_start_ns=_ns(cfg.partition_start_s) if cfg.partition_start_s >= 0 else -1,
+                   part_end_ns=_ns(cfg.partition_start_s + cfg.partition_s) if cfg.partition_start_s >= 0 else -1,
+                   n_rank=NR, resume_ns=_ns(cfg.micro_resume_s), part_leases=int(cfg.partition_leases))
+    return [by_name[k] for k in contract.PARAMS]
 
 
 @on_small_pages  # the per-request arrays (about 150 B a request): see sim.pages
@@ -536,12 +538,12 @@ def build_region(cfg: SimConfig, region: int = 0, backend: str | None = None,
     part = np.zeros(n, dtype=np.int64)
     if cfg.partition_fraction > 0:
         part[rng.permutation(n)[: int(round(cfg.partition_fraction * n))]] = 1
-    A = _core_arrays(cfg, lay, requests, tables, ring_m, part)
-    params = _core_params(cfg, A, T, ring_m, rng)
-    A["lag"][:] = rng.choice(lag_dist, size=n)
-    core = core_module(backend).Core(A, np.array(params, dtype=np.int64))
+    arrays = _core_arrays(cfg, lay, requests, tables, ring_m, part)
+    params = _core_params(cfg, arrays, T, ring_m, rng)
+    arrays["lag"][:] = rng.choice(lag_dist, size=n)
+    core = core_module(backend).Core(arrays, np.array(params, dtype=np.int64))
     power = np.array([cat[k].tdp_w for k in keys])
-    run = RegionRun(cfg, A, params, core, keys, power, lay.times, lay.rate, lag_dist, lay.inf_dev)
+    run = RegionRun(cfg, arrays, params, core, keys, power, lay.times, lay.rate, lag_dist, lay.inf_dev)
     run.energy = lay.energy  # joules per request by (class, type): the summary's power per type
     run.rng = rng
     run.hint_types = np.array([type_order(cfg, lay.times, lay.energy, c)[0] for c in range(C)], dtype=np.int64)
@@ -562,8 +564,8 @@ def region_snapshot(obj) -> dict:
     """
     lay = obj.layout if isinstance(obj, RegionRun) else obj
     if isinstance(obj, RegionRun):
-        A = obj.A
-        free = A["node_dev"] - A["run"] - A["train"] - A["hold"]
+        arrays = obj.arrays
+        free = arrays["node_dev"] - arrays["run"] - arrays["train"] - arrays["hold"]
     else:
         free = lay.node_dev - lay.train
     return dict(region=lay.region, free=np.maximum(free, 0).astype(np.int16), node_type=lay.node_type.astype(np.int8),
@@ -619,19 +621,19 @@ def apply_hints(run, hints: list) -> None:
     if not isinstance(run, RegionRun):  # a layout: kept until the region is built
         run.hints = hints
         return
-    A, lay = run.A, run.layout
+    arrays, lay = run.arrays, run.layout
     T = len(run.type_keys)
-    cap = len(A["hint_nodes"])
+    cap = len(arrays["hint_nodes"])
     off = 0
     for c, nodes in enumerate(hints):
         nodes = np.asarray(nodes, dtype=np.int64)
-        ok = (A["service"][c * T + A["node_type"][nodes]] >= 0) & lay.graph_ok[c][nodes]
+        ok = (arrays["service"][c * T + arrays["node_type"][nodes]] >= 0) & lay.graph_ok[c][nodes]
         nodes = nodes[ok][: cap - off]
-        A["hint_off"][c] = off
-        A["hint_nodes"][off:off + len(nodes)] = nodes
+        arrays["hint_off"][c] = off
+        arrays["hint_nodes"][off:off + len(nodes)] = nodes
         off += len(nodes)
-    A["hint_off"][len(hints)] = off
-    A["hint_nodes"][off:] = -1
+    arrays["hint_off"][len(hints)] = off
+    arrays["hint_nodes"][off:] = -1
     run.plan_times.append(run.t)
 
 
@@ -650,23 +652,23 @@ def _digest(run: RegionRun, t_ns: int) -> None:
     """The Bloom digest of full nodes reaches the scheduler: flagged nodes look full, others not."""
     from magnum_lib.gossip.bloom import member_flags
 
-    A, cfg = run.A, run.cfg
-    is_full = A["node_dev"] - A["run"] - A["train"] - A["hold"] <= 0
+    arrays, cfg = run.arrays, run.cfg
+    is_full = arrays["node_dev"] - arrays["run"] - arrays["train"] - arrays["hold"] <= 0
     # a real filter of the full nodes: members flagged, the others at its false-positive rate
     flagged = member_flags(is_full, *_bloom_params(max(int(np.count_nonzero(is_full)), 1), cfg.bloom_fp),
                            seed=int(t_ns % (2**31)))
-    no_free = A["node_dev"] - A["view_train"]
-    vb = A["view_busy"]
+    no_free = arrays["node_dev"] - arrays["view_train"]
+    vb = arrays["view_busy"]
     p = run.params
     ps, pe = p[contract.PARAMS.index("part_start_ns")], p[contract.PARAMS.index("part_end_ns")]
     if ps <= t_ns < pe:  # the partitioned nodes' digest does not arrive
-        reach = A["part"] == 0
+        reach = arrays["part"] == 0
         vb[:] = np.where(reach & flagged, np.maximum(vb, no_free),
                          np.where(reach & ~flagged, np.minimum(vb, no_free - 1), vb))
-        A["view_time"][reach] = t_ns
+        arrays["view_time"][reach] = t_ns
     else:
         vb[:] = np.where(flagged, np.maximum(vb, no_free), np.minimum(vb, no_free - 1))
-        A["view_time"][:] = t_ns
+        arrays["view_time"][:] = t_ns
 
 
 def _chunk_ns(cfg: SimConfig) -> int:
@@ -680,11 +682,11 @@ def advance_region(run: RegionRun, t_stop: int, progress=None) -> int:
     exchange with the planner does not change the run: it stops at the first chunk
     boundary at or after ``t_stop``.
     """
-    cfg, A = run.cfg, run.A
+    cfg, arrays = run.cfg, run.arrays
     end = _ns(cfg.duration_s)
     chunk = _chunk_ns(cfg)
     if not hasattr(run, "dev_by_type"):
-        run.dev_by_type = np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys))
+        run.dev_by_type = np.bincount(arrays["node_type"], weights=arrays["node_dev"], minlength=len(run.type_keys))
     start = time.perf_counter()
     t = run.t
     while t < min(t_stop, end):
@@ -693,11 +695,11 @@ def advance_region(run: RegionRun, t_stop: int, progress=None) -> int:
         if cfg.view == "gossip":
             if cfg.digest_interval_s > 0:
                 _digest(run, t)
-            A["lag"][:] = run.rng.choice(run.lag_dist, size=len(A["lag"]))
-        run.running.append(int(A["run"].sum()))
-        used = A["run"] + A["train"] + A["hold"]
+            arrays["lag"][:] = run.rng.choice(run.lag_dist, size=len(arrays["lag"]))
+        run.running.append(int(arrays["run"].sum()))
+        used = arrays["run"] + arrays["train"] + arrays["hold"]
         run.util_t.append(t)
-        run.util.append(np.bincount(A["node_type"], weights=used, minlength=len(run.type_keys)) / run.dev_by_type)
+        run.util.append(np.bincount(arrays["node_type"], weights=used, minlength=len(run.type_keys)) / run.dev_by_type)
         if progress is not None:
             progress(t / end)
     run.t = t

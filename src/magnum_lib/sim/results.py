@@ -55,8 +55,8 @@ def digest(run) -> dict:
     A Dask worker returns this for its region; :func:`summarize` pools digests. One pass
     over the requests in blocks of :data:`_BLOCK` (the same values as whole-array numpy).
     """
-    A = run.A
-    status, start, arr, finish, cls, node, comp = (A[k] for k in ("status", "start", "arr", "finish", "cls",
+    arrays = run.arrays
+    status, start, arr, finish, cls, node, comp = (arrays[k] for k in ("status", "start", "arr", "finish", "cls",
                                                                    "node", "comp"))
     R = len(status)
     C, T = len(run.cfg.classes), len(run.type_keys)
@@ -67,7 +67,7 @@ def digest(run) -> dict:
     dl, e2e, e2e_cls = _Latencies(n_started), _Latencies(n_done), np.empty(n_done, np.int8)
     sample_idx = []
     # requests started per (node, class), folded by node type below: the power each type drew
-    per_node = np.zeros(len(A["node_dev"]) * C, dtype=np.int64)
+    per_node = np.zeros(len(arrays["node_dev"]) * C, dtype=np.int64)
     cls_count = np.zeros(C, dtype=np.int64)
     comp_sum = np.zeros(comp.shape[1], dtype=np.int64)
     dropped = in_flight = 0
@@ -99,7 +99,7 @@ def digest(run) -> dict:
         in_flight += int(np.count_nonzero((st == contract.ST_WAIT) | (st == contract.ST_RUN)))
         i_s, i_d = i_s + k, i_d + kd
     class_type = np.zeros((T, C), dtype=np.int64)
-    np.add.at(class_type, A["node_type"], per_node.reshape(-1, C))
+    np.add.at(class_type, arrays["node_type"], per_node.reshape(-1, C))
     class_type = np.ascontiguousarray(class_type.T)
     sample = comp[np.concatenate(sample_idx) if sample_idx else np.zeros(0, np.int64)]
     return {
@@ -111,10 +111,11 @@ def digest(run) -> dict:
         "comp_sum": comp_sum, "comp_n": n_started, "comp_sample": sample,
         "n": R, "done": n_done, "dropped": dropped,
         "in_flight": in_flight, "started": n_started,
-        "cnt": A["cnt"].copy(), "busy_type": A["busy_type"].copy(),
-        "dev_by_type": np.bincount(A["node_type"], weights=A["node_dev"], minlength=len(run.type_keys)),
-        "util_t": list(run.util_t), "util": np.array(run.util), "waiting_shards": int((A["shard_state"] == 1).sum()),
-        "lag_mean": float(np.mean(run.lag_dist)), "trace": A["trace"].copy(),
+        "cnt": arrays["cnt"].copy(), "busy_type": arrays["busy_type"].copy(),
+        "dev_by_type": np.bincount(arrays["node_type"], weights=arrays["node_dev"], minlength=len(run.type_keys)),
+        "util_t": list(run.util_t), "util": np.array(run.util),
+        "waiting_shards": int((arrays["shard_state"] == 1).sum()),
+        "lag_mean": float(np.mean(run.lag_dist)), "trace": arrays["trace"].copy(),
         "backend": "python" if run.core.__class__.__module__.endswith("_ref") else "compiled",
     }
 

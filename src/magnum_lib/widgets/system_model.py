@@ -116,9 +116,9 @@ def find_retried_request(candidates=range(0, 2000, 50), **knobs) -> tuple[int, d
     run_knobs = {k: v for k, v in knobs.items() if k not in ("preset", "cluster", "backend")}
     _, runs = run_config(make_config(knobs.get("preset", "magnum_v2"), knobs.get("cluster", "classroom"),
                                      **run_knobs), backend=knobs.get("backend"), keep=True)
-    A = runs[0].A
+    arrays = runs[0].arrays
     allowed = set(int(c) for c in candidates)
-    retried = [int(r) for r in np.flatnonzero((A["attempts"] >= 1) & (A["start"] >= 0)) if int(r) in allowed]
+    retried = [int(r) for r in np.flatnonzero((arrays["attempts"] >= 1) & (arrays["start"] >= 0)) if int(r) in allowed]
     for rid in retried[:20]:
         r = simulate(trace_request=rid, **knobs)
         if any(e["event"] == "refused" for e in r["trace"]["events"]) and decision_ms(r) is not None:
