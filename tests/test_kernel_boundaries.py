@@ -28,7 +28,6 @@ MODULES = {
     "balance": ("magnum_lib.node._balance", "magnum_lib.node.balance_ref"),
     "dispatcher": ("magnum_lib.node._dispatcher", "magnum_lib.node.dispatcher_ref"),
     "hedge_rule": ("magnum_lib.node._hedge_rule", "magnum_lib.node.hedge_rule_ref"),
-    "assignment": ("magnum_lib.planner._assignment", "magnum_lib.planner.assignment_ref"),
     "ring": ("magnum_lib.node._ring", "magnum_lib.node.ring_ref"),
     "validator": ("magnum_lib.regional._validator", "magnum_lib.regional.validator_ref"),
     "contention": ("magnum_lib.regional._contention", "magnum_lib.regional.contention_ref"),
@@ -225,18 +224,6 @@ CASES = [
     ("hedge_rule", "factor-negative", "m.hedge_plan(np.array([5], I64), np.array([10], I64), -1)"),
     ("hedge_rule", "factor-huge", "m.hedge_plan(np.array([5], I64), np.array([10], I64), 2**40)"),
     ("hedge_rule", "factor-float", "m.hedge_plan(np.array([5], I64), np.array([10], I64), 2.0)"),
-
-    ("assignment", "baseline", "m.shortest_augmenting_paths(np.array([[1.0, 2.0], [3.0, 1.0]]))"),
-    ("assignment", "nan", "m.shortest_augmenting_paths(np.array([[np.nan, 2.0], [3.0, 1.0]]))"),
-    ("assignment", "minus-inf", "m.shortest_augmenting_paths(np.array([[-np.inf, 2.0], [3.0, 1.0]]))"),
-    ("assignment", "all-nan", "m.shortest_augmenting_paths(np.full((3, 3), np.nan))"),
-    ("assignment", "rows-over-columns", "m.shortest_augmenting_paths(np.zeros((3, 2)))"),
-    ("assignment", "1-d", "m.shortest_augmenting_paths(np.zeros(3))"),
-    ("assignment", "float32", "m.shortest_augmenting_paths(np.zeros((2, 2), np.float32))"),
-    ("assignment", "none", "m.shortest_augmenting_paths(None)"),
-    ("assignment", "list", "m.shortest_augmenting_paths([[1.0, 2.0], [3.0, 4.0]])"),
-    ("assignment", "public-string-array", "m.linear_sum_assignment(np.identity(3).astype(str))"),
-    ("assignment", "public-1-d", "m.linear_sum_assignment([1, 2, 3])"),
 
     ("ring", "baseline", "r = m.RingBuffer(8); r.push_many(np.arange(3, dtype=I64)); o = np.zeros(3, I64);"
                          " assert r.pop_many(o) == 3"),

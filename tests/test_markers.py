@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # hand-kept list missed): each must hold at least one test the rule marks.
 MUST_DRIVE_KERNELS = [
     "test_engine_heap.py", "test_engine_queue.py", "test_node_ring.py", "test_node_balance.py",
-    "test_node_dispatcher.py", "test_gossip_sim.py", "test_gossip_bloom.py", "test_planner_assignment.py",
+    "test_node_dispatcher.py", "test_gossip_sim.py", "test_gossip_bloom.py",
     "test_regional_validator.py", "test_regional_contention.py", "test_graph_packing.py",
     "test_graph_packing_simple.py", "test_gossip_kernels.py", "test_teaching_forms.py",
-    "test_kernel_boundaries.py", "test_graph_packing_bounds.py", "test_planner_scipy_suite.py",
+    "test_kernel_boundaries.py", "test_graph_packing_bounds.py",
     "test_sim_core.py", "test_replay_parity.py", "test_replay_core.py", "test_sim_layer_parity.py",
     "test_replay_fill.py", "test_graph_pack_reserve_agree.py", "test_replay_gavel_fast.py",
     "test_node_dispatch_rules.py", "test_node_hedging_queue.py", "test_sim_clock.py", "test_serving_kernel.py",

@@ -8,8 +8,8 @@ from types import ModuleType
 def fastest(compiled: str, reference: str) -> ModuleType:
     """The compiled kernel when it is built, whatever the active backend, else the reference.
 
-    A claim about speed is about the fast path: under ``MAGNUM_PUREPYTHON=1`` the checks of
-    C7 and C11 still time the Cython kernel (both forms give the same answers and step counts).
+    A claim about speed is about the fast path: under ``MAGNUM_PUREPYTHON=1`` the check of
+    C7 still times the Cython kernel (both forms give the same answers).
     """
     try:
         return importlib.import_module(compiled)

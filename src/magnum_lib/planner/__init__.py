@@ -1,7 +1,7 @@
 """Layer 1, the global "Oracle" planner: the article's cost function, exact assignment,
 min-cost flow over equivalence classes, an LP lower bound, and soft placement hints.
 
-``linear_sum_assignment`` (a drop-in for SciPy's) is exported here; import the rest from
+``linear_sum_assignment`` (SciPy's, behind the kit's input checks) is exported here; import the rest from
 the submodules, e.g. ``from magnum_lib.planner.flow import ...``.
 """
 from magnum_lib.planner.assignment import linear_sum_assignment

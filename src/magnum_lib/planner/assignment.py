@@ -1,14 +1,17 @@
-"""Exact linear sum assignment, a drop-in for ``scipy.optimize.linear_sum_assignment``.
+"""Exact linear sum assignment: ``scipy.optimize.linear_sum_assignment`` behind the kit's checks.
 
-The compiled kernel (``_assignment.pyx``) is used when built, else the pure-Python
-reference (``assignment_ref.py``, which also explains the algorithm); ``MAGNUM_PUREPYTHON=1``
-forces the reference. Both return the same assignment.
+The kit's inputs are checked here first, with the kit's errors (``ParameterError`` naming
+``cost_matrix``, and the size limit before any copy); SciPy's solver then does the work.
+SciPy is a dependency, so this is the same on every backend (``MAGNUM_PUREPYTHON=1``
+included). ``assignment_ref.py`` is the readable form of the same algorithm, with a step
+counter: notebook 02 reads it and claim C11's check counts its steps.
 """
 from __future__ import annotations
 
-from magnum_lib._backend import pick
+import numpy as np
+from scipy.optimize import linear_sum_assignment as _scipy_lsa
 
-_impl = pick("magnum_lib.planner._assignment", "magnum_lib.planner.assignment_ref")
+from magnum_lib.planner.assignment_ref import finish, infeasible, prepare
 
 __all__ = ["linear_sum_assignment"]
 
@@ -47,8 +50,7 @@ def linear_sum_assignment(cost_matrix, maximize: bool = False):
         An array whose dtype does not cast safely to float64 (strings, complex, object,
         datetime, longdouble): "Cannot cast array data ...", as in SciPy.
 
-    Ties are broken as SciPy breaks them (a constant matrix gets the identity, SciPy
-    issue 11602): SciPy's own test file passes against this function (tests/test_planner_scipy_suite.py).
+    SciPy's own test file passes against this function (tests/test_planner_scipy_suite.py).
 
     Examples
     --------
@@ -57,4 +59,15 @@ def linear_sum_assignment(cost_matrix, maximize: bool = False):
     >>> col_ind.tolist()
     [1, 0, 2]
     """
-    return _impl.linear_sum_assignment(cost_matrix, maximize)
+    # The reference's checks and conversion: a float64 matrix, rows <= columns, negated
+    # when maximizing. SciPy then sees only what it would accept and solve the same way.
+    cost, transposed = prepare(cost_matrix, maximize)
+    if cost.size == 0:
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+    try:
+        _, col4row = _scipy_lsa(cost)
+    except ValueError as err:  # after prepare(), SciPy's only refusal left is infeasibility
+        if "infeasible" not in str(err):
+            raise
+        raise infeasible() from None
+    return finish(np.asarray(col4row, dtype=np.intp), transposed)

@@ -3,7 +3,7 @@
 Rows are jobs; columns are the nodes with a free device (one slot each: one pending job
 per node per round) plus one "unplaced" column per job, which only its own job may take,
 at the job's unplaced penalty. ``magnum_lib.planner.assignment.linear_sum_assignment``
-(Jonker-Volgenant, compiled) then finds the optimum directly over concrete nodes, with no
+(SciPy's Jonker-Volgenant) then finds the optimum directly over concrete nodes, with no
 equivalence classes: an independent check of the flow solver, which must reach the same
 cost. The matrix is dense, ``jobs x (nodes + jobs)``, hence the size limits.
 """

@@ -1,4 +1,4 @@
-"""Exact assignment by shortest augmenting paths: the readable reference for ``_assignment.pyx``.
+"""Exact assignment by shortest augmenting paths: the readable form of SciPy's solver.
 
 The linear sum assignment problem: given an ``n x m`` cost matrix, pick at most one entry
 per row and per column, ``min(n, m)`` entries in all, with the least total cost. This is
@@ -18,8 +18,12 @@ Each row costs one Dijkstra, ``O(m)`` per scanned column, so ``O(n^2 m)`` in the
 case and much less on typical matrices. The prices also prove the answer optimal: they
 are a feasible solution of the dual linear program with the same value (tested).
 
-The two backends do the same floating-point operations in the same order, so they return
-the same assignment, ties included.
+The kit solves with SciPy (:mod:`magnum_lib.planner.assignment`); this module is the
+algorithm to read, run and count. It follows SciPy's implementation (``rectangular_lsap.cpp``,
+written from Crouse's pseudocode) loop for loop: the same scan order, the same tie-breaking,
+the same price updates. So on continuous costs it returns SciPy's assignment (tested), and
+its step count is the number of reduced costs SciPy's inner loop evaluates, which SciPy does
+not report (claim C11's check, ``checks/oracle.py``, uses it).
 """
 from __future__ import annotations
 
@@ -107,8 +111,9 @@ def prepare(cost_matrix, maximize: bool = False) -> tuple[np.ndarray, bool]:
 
 
 def check_prepared(cost) -> None:
-    """What the solvers trust, checked: a 2-D float64 array with rows <= columns whose
-    entries are finite or ``+inf`` (no NaN, no ``-inf``, which would break Dijkstra)."""
+    """What :func:`shortest_augmenting_paths` trusts, checked: a 2-D float64 array with
+    rows <= columns whose entries are finite or ``+inf`` (no NaN, no ``-inf``, which would
+    break Dijkstra)."""
     if not isinstance(cost, np.ndarray) or cost.dtype != np.float64 or cost.ndim != 2:
         raise TypeError(f"cost must be a 2-D float64 numpy array (see prepare()), got "
                         f"{getattr(cost, 'dtype', type(cost).__name__)} {getattr(cost, 'shape', '')}")
@@ -120,12 +125,14 @@ def check_prepared(cost) -> None:
             raise ValueError("cost must hold finite numbers or +inf (no NaN, no -inf); use prepare()")
 
 
-def infeasible(row: int) -> ParameterError:
-    """The error for a row whose every completion meets an infinite (forbidden) entry."""
+def infeasible(row: int | None = None) -> ParameterError:
+    """The error for a matrix with no complete assignment of finite cost (``row``: the row
+    whose every completion meets an infinite entry, when the solver knows it)."""
     # "cost matrix is infeasible" is SciPy's wording, which callers (and its tests) match.
-    return ParameterError("cost_matrix", f"has no complete assignment of finite cost: cost matrix "
-                          f"is infeasible (found while adding row {row} of the solved matrix, "
-                          "after transposing if rows > columns)")
+    where = "" if row is None else (f" (found while adding row {row} of the solved matrix, "
+                                    "after transposing if rows > columns)")
+    return ParameterError("cost_matrix", "has no complete assignment of finite cost: cost matrix "
+                          f"is infeasible{where}")
 
 
 def shortest_augmenting_paths(cost: np.ndarray, return_steps: bool = False):
@@ -228,15 +235,11 @@ def finish(col4row: np.ndarray, transposed: bool) -> tuple[np.ndarray, np.ndarra
     return col4row[order], order.astype(np.intp, copy=False)
 
 
-def solve_with(kernel, cost_matrix, maximize: bool):
-    """``linear_sum_assignment`` built on ``kernel`` (this module's or the compiled one)."""
+def linear_sum_assignment(cost_matrix, maximize: bool = False):
+    """:func:`magnum_lib.planner.assignment.linear_sum_assignment` (same contract, same
+    checks) solved by :func:`shortest_augmenting_paths` instead of SciPy."""
     cost, transposed = prepare(cost_matrix, maximize)
     if cost.size == 0:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
-    col4row, _, _ = kernel(cost)
+    col4row, _, _ = shortest_augmenting_paths(cost)
     return finish(col4row, transposed)
-
-
-def linear_sum_assignment(cost_matrix, maximize: bool = False):
-    """Pure-Python twin of :func:`magnum_lib.planner.assignment.linear_sum_assignment`."""
-    return solve_with(shortest_augmenting_paths, cost_matrix, maximize)
