@@ -16,6 +16,7 @@ from magnum_lib.replay import placement as _placement
 from magnum_lib.replay.api import MAX_ROUND_S, MIN_ROUND_S, JobView, PolicyError, View, normalize, policy_inputs
 from magnum_lib.replay.cpulimit import CpuLimit as _CpuLimit
 from magnum_lib.replay.cpulimit import cpu_limit as _cpu_limit  # POSIX timer, or a watchdog thread
+from magnum_lib.replay.cpulimit import session as _cpu_session
 
 NS = 1_000_000_000
 
@@ -155,17 +156,16 @@ def call(name, what, method, *args):
     inside a policy is an error too, not an exit 0. A call past :data:`POLICY_CPU_S` of CPU
     time is stopped and refused.
     """
-    over = PolicyError(name, f"{what}() took more than {POLICY_CPU_S:g} s of CPU time in one call "
-                             f"(an endless loop?)")
     c0 = time.process_time()
     try:
         with _cpu_limit(POLICY_CPU_S):
             out = method(*args)
         if time.process_time() - c0 > POLICY_CPU_S:
-            raise over
+            raise _CpuLimit
         return out
     except _CpuLimit:
-        raise over from None
+        raise PolicyError(name, f"{what}() took more than {POLICY_CPU_S:g} s of CPU time in one call "
+                                f"(an endless loop?)") from None
     except ParameterError:
         raise
     except RecursionError:
@@ -306,6 +306,12 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
     """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
     check_fits(jobs, cluster)
     st = _State(jobs, cluster, placement, seed, round(restore_s * NS), policy)
+    with _cpu_session():   # the CPU cap's timer or watchdog set up once, not at every call
+        return _run(st, policy, progress, clock)
+
+
+def _run(st, policy, progress, clock):
+    """The loop of :func:`run` on a built state (steps 1-5 at every instant until all jobs finish)."""
     name = policy.name
     call(name, "reset", policy.reset, st.policy_jobs, st.policy_cluster)
     round_ns = None if policy.round_s is None else round(check_round_s(name, policy.round_s) * NS)
