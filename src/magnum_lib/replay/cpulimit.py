@@ -125,11 +125,11 @@ def _main_thread() -> bool:
 
 @contextlib.contextmanager
 def session():
-    """Set the mechanism up once for the :func:`cpu_limit` blocks inside (see the module).
-    Outside the main thread, or inside another session, it does nothing."""
+    """Set the mechanism up once for the :func:`cpu_limit` blocks inside (see the module);
+    yields it. Inside another session it yields that one's; outside the main thread, None."""
     global _active
     if _active is not None or not _main_thread():
-        yield
+        yield _active if _main_thread() else None
         return
     import signal
 
@@ -137,7 +137,7 @@ def session():
     mechanism = _Timer(timer) if timer is not None else _Watchdog()
     _active = mechanism
     try:
-        yield
+        yield mechanism
     finally:
         _active = None
         mechanism.close()
@@ -156,6 +156,6 @@ def cpu_limit(seconds: float):
 @contextlib.contextmanager
 def _alone(seconds: float):
     """A block outside any session: its own session around it."""
-    with session():
-        with _active.block(seconds):
+    with session() as mechanism:   # (the main thread's: cpu_limit checked that)
+        with mechanism.block(seconds):
             yield
