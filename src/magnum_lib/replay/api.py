@@ -218,8 +218,10 @@ class JobView:
     @property
     def remaining_ns(self) -> int:
         """Work left, ns (oracle only)."""
-        _oracle_only(self._st, "job.remaining_ns")
-        return max(int(self._st.rem[self._id]), 0)
+        st = self._st
+        if not st.oracle:   # (the check inline: SRTF reads this for every job at every event)
+            _oracle_only(st, "job.remaining_ns")
+        return max(int(st.rem[self._id]), 0)
 
     @property
     def remaining_s(self) -> float:
@@ -355,7 +357,7 @@ class View:
         self.running = running
         self.cluster = state.policy_cluster
         self.jobs = state.policy_jobs
-        self.free_gpus = int((state.free == 1000).sum())
+        self.free_gpus = int(np.count_nonzero(state.free == 1000))
 
     @property
     def free_by_type(self) -> dict:
@@ -387,7 +389,7 @@ class Plan:
     def __init__(self, state):
         self._state = state
         self.free = state.free.copy()
-        self._whole = int((self.free == 1000).sum())   # idle GPUs: a gang wanting more fails fast
+        self._whole = int(np.count_nonzero(self.free == 1000))   # idle GPUs: a gang wanting more fails fast
         self._starts, self._preempts, self._wake = [], [], None
         self._taken = set()      # started in this plan
 
@@ -416,7 +418,7 @@ class Plan:
             if any(not (0 <= g < self.free.size) or self.free[g] < milli for g in where):
                 return False
         self.free[where] -= milli
-        self._whole = int((self.free == 1000).sum())
+        self._whole = int(np.count_nonzero(self.free == 1000))
         self._starts.append((jid, where))
         self._taken.add(jid)
         return True
@@ -426,7 +428,7 @@ class Plan:
         st = self._state
         if st.status[jid] == 2 and jid not in self._preempts:
             self.free[st.alloc[jid]] += st.milli_l[jid]
-            self._whole = int((self.free == 1000).sum())
+            self._whole = int(np.count_nonzero(self.free == 1000))
             self._preempts.append(jid)
 
     def wake_at(self, t_s: float) -> None:

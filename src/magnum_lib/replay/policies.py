@@ -119,6 +119,8 @@ def _give_in_order(view, order, plan):
         if job.num_gpus <= budget:
             budget -= job.num_gpus
             chosen.append(job)
+            if budget == 0:     # every job needs a GPU at least: no later one fits
+                break
     keep = {j.id for j in chosen}
     for job in view.running:
         if job.id not in keep:
@@ -264,8 +266,7 @@ class TiresiasLAS(Policy):
         chosen = _give_in_order(view, order, plan)
         # Tiresias moves the waiting jobs of each queue behind the running ones, in their
         # order: give the jobs running after this pass new keys in front, in scan order.
-        kept = {j.id for j in chosen}
-        front = [j.id for j in order if j.id in kept]
+        front = [j.id for j in chosen]     # (chosen keeps the scan order)
         self.front -= len(front)
         for k, i in enumerate(front):
             self.seq[i] = self.front + k
@@ -282,6 +283,7 @@ class TiresiasLAS(Policy):
                     left = limits[self.q[i]] - ran * j.num_gpus
                     plan.wake_at_ns(now + -(-left // j.num_gpus))
         if knob > 0:
+            kept = set(front)
             for j in jobs:
                 i = j.id
                 ran = j.attained_ns - self.base[i]
