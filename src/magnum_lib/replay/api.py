@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magnum_lib.base.validate import ParameterError, excerpt
+from magnum_lib.replay.placement import release, reserve
 
 __all__ = ["Policy", "PolicyError", "OracleError", "Decision", "View", "JobView", "JobsView", "Plan",
            "as_policy", "is_oracle", "policy_inputs"]
@@ -417,7 +418,7 @@ class Plan:
         if gpus is not None:  # explicit GPUs: checked again when applied; here only reserve
             if any(not (0 <= g < self.free.size) or self.free[g] < milli for g in where):
                 return False
-        self.free[where] -= milli
+        reserve(self.free, where, milli)
         self._whole = int(np.count_nonzero(self.free == 1000))
         self._starts.append((jid, where))
         self._taken.add(jid)
@@ -427,7 +428,7 @@ class Plan:
         jid = job.id if isinstance(job, JobView) else job
         st = self._state
         if st.status[jid] == 2 and jid not in self._preempts:
-            self.free[st.alloc[jid]] += st.milli_l[jid]
+            release(self.free, st.alloc[jid], st.milli_l[jid])
             self._whole = int(np.count_nonzero(self.free == 1000))
             self._preempts.append(jid)
 
@@ -484,7 +485,7 @@ def normalize(policy: str, out, state) -> Decision:
             raise PolicyError(policy, f"{what}: it is not waiting ({_STATUS[state.status[jid]]})")
         started.add(jid)
         gpus = _checked_gang(policy, what, jid, gpus, gtype, state, free)
-        free[gpus] -= int(state.jobs.gpu_milli[jid])
+        reserve(free, gpus, int(state.jobs.gpu_milli[jid]))
         start.append((jid, gpus))
     return Decision(start, preempt, None, _checked_wake(policy, out))
 
@@ -518,7 +519,7 @@ def _checked_preempt(policy: str, items, state, free, n: int) -> list:
             raise PolicyError(policy, f"preempt job {jid}: it is not running "
                                       f"({_STATUS[state.status[jid]]})")
         seen.add(jid)
-        free[state.alloc[jid]] += int(state.jobs.gpu_milli[jid])
+        release(free, state.alloc[jid], int(state.jobs.gpu_milli[jid]))
         preempt.append(jid)
     return preempt
 

@@ -111,7 +111,7 @@ class _State:
 
     def apply(self, d, waiting, running):
         for j in d.preempt:
-            self.free[self.alloc[j]] += self.milli_l[j]
+            _placement.release(self.free, self.alloc[j], self.milli_l[j])
             self.alloc[j] = []
             self.status[j] = 1
             self.preemptions[j] += 1
@@ -119,7 +119,7 @@ class _State:
             running.discard(j)
             waiting.add(j)
         for j, gpus in d.start:
-            self.free[gpus] -= self.milli_l[j]
+            _placement.reserve(self.free, gpus, self.milli_l[j])
             self.alloc[j] = list(gpus)
             self.status[j] = 2
             self.views[j]._run = True
@@ -237,7 +237,7 @@ class _Loop:
         """Step 2: free the GPUs of every running job whose work is done at ``t`` (job order)."""
         st, running = self.st, self.running
         for j in sorted(j for j in running if st.rem[j] <= 0):
-            st.free[st.alloc[j]] += st.milli_l[j]
+            _placement.release(st.free, st.alloc[j], st.milli_l[j])
             st.alloc[j] = []
             st.status[j] = 3
             st.views[j]._run = False
