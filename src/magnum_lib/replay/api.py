@@ -551,7 +551,7 @@ def _checked_gang(policy: str, what: str, jid: int, gpus, gtype, state, free) ->
         if free[g] < milli or (milli == 1000 and free[g] != 1000):
             raise PolicyError(policy, f"{what}: GPU {g} is already given ({1000 - free[g]} "
                                       f"of 1000 milli in use)")
-    types = set(state.gpu_type[gpus].tolist())
+    types = {int(state.gpu_type[g]) for g in gpus}
     if len(types) != 1:
         raise PolicyError(policy, f"{what}: a gang must be on GPUs of one type")
     t = types.pop()

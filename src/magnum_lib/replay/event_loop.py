@@ -280,7 +280,7 @@ class _Loop:
     def sample(self, t) -> None:
         """Step 5: record the busy GPUs (and stranded capacity) at ``t`` if they changed."""
         st, util_t, util_busy = self.st, self.util_t, self.util_busy
-        busy = (int((1000 - st.free).sum()) / 1000.0)
+        busy = (1000 * st.free.size - int(st.free.sum())) / 1000.0   # GPUs' worth of milli in use
         if util_t and util_t[-1] == t:     # (cannot happen: one call per instant)
             util_busy[-1] = busy
         elif not util_busy or util_busy[-1] != busy:   # the step function's change points
