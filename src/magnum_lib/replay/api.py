@@ -338,8 +338,9 @@ class View:
     ----------
     now_s : float
     queue : tuple of JobView
-        Waiting jobs (never started or preempted), by submit time then id.
+        Waiting jobs (never started or preempted), by submit time then id (= id order).
     running : tuple of JobView
+        Running jobs, in id order.
     free_gpus : int
         Whole idle GPUs (all types).
     free_by_type : dict
