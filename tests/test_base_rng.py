@@ -73,3 +73,15 @@ def test_compiled_matches_readable(seed, n):
                                          rng.below64(seed, n32))
     assert compiled.draws(seed, n)[3] == rng.below64(seed, n)
     assert compiled.seed_state(seed) == rng.xorshift64_seed(seed)
+
+
+@pytest.mark.parametrize("seed", [0, 1234567, 2**63 + 12345, 2**64 - 1])
+def test_splitmix64_stream_object_is_the_step_function_across_blocks(seed):
+    """The stream object makes its outputs a block at a time: output for output, and state
+    for state, it is :func:`rng.splitmix64` iterated, also across block boundaries."""
+    g, state = rng.SplitMix64(seed), seed
+    assert g.state == state
+    for _ in range(2 * rng.SplitMix64.BLOCK + 3):
+        state, x = rng.splitmix64(state)
+        assert g.next() == x
+        assert g.state == state

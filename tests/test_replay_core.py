@@ -389,3 +389,21 @@ def test_round_policies_accept_the_shortest_round(backend, name):
     jobs = make_jobs([0, 0.5], [2, 1], [1, 1])
     r = replay(jobs, ReplayCluster.uniform(1, 1), make_policy(name, round_s=MIN_ROUND_S), backend=backend)
     assert sorted(r.finish_s.tolist())[-1] == pytest.approx(3.0, abs=0.01)  # one GPU, 3 s of work
+
+
+def test_reserve_and_release_are_numpy_indexing_on_distinct_gpus():
+    """The per-GPU loops the replay uses instead of ``free[gpus] -= milli`` give the same array."""
+    from magnum_lib.replay.placement import release, reserve
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        free = rng.integers(0, 1001, 16)
+        gpus = rng.choice(16, size=int(rng.integers(1, 9)), replace=False).tolist()
+        milli = int(rng.integers(1, 1001))
+        want = free.copy()
+        want[gpus] -= milli
+        got = free.copy()
+        reserve(got, gpus, milli)
+        np.testing.assert_array_equal(got, want)
+        release(got, gpus, milli)
+        np.testing.assert_array_equal(got, free)

@@ -67,3 +67,56 @@ def test_watchdog_quick_block_passes(monkeypatch):
         x = sum(range(1000))
     assert x == 499500
     assert not [t for t in threading.enumerate() if t.name == "cpu-limit watchdog"]
+
+
+def _spin():
+    while True:
+        pass
+
+
+def test_session_blocks_each_get_their_own_budget(mechanism):
+    """In one session a block past its time is stopped, and the blocks after it run normally
+    (the replay's case: thousands of short calls, one runaway)."""
+    with cpulimit.session():
+        with cpulimit.cpu_limit(5.0):
+            assert sum(range(1000)) == 499500
+        t0 = time.process_time()
+        with pytest.raises(cpulimit.CpuLimit):
+            with cpulimit.cpu_limit(0.2):
+                _spin()
+        assert time.process_time() - t0 < 3
+        for _ in range(200):   # no late interrupt from the stopped block reaches these
+            with cpulimit.cpu_limit(5.0):
+                x = sum(range(100))
+    assert x == 4950
+
+
+def test_session_sets_the_mechanism_up_once_and_tears_it_down(mechanism):
+    import signal
+
+    watchdogs = lambda: [t for t in threading.enumerate() if t.name == "cpu-limit watchdog"]  # noqa: E731
+    before = signal.getsignal(signal.SIGVTALRM) if hasattr(signal, "SIGVTALRM") else None
+    with cpulimit.session():
+        for _ in range(50):
+            with cpulimit.cpu_limit(5.0):
+                pass
+        assert len(watchdogs()) == (0 if mechanism else 1)
+    assert not watchdogs()
+    if before is not None:
+        assert signal.getsignal(signal.SIGVTALRM) is before
+        assert signal.getitimer(signal.ITIMER_VIRTUAL) == (0.0, 0.0)
+
+
+def test_a_replay_opens_one_session(mechanism, monkeypatch):
+    """The replay loop sets the mechanism up once, not at every policy call."""
+    made = []
+    real = cpulimit.session
+
+    def counting():
+        made.append(1)
+        return real()
+
+    monkeypatch.setattr(event_loop, "_cpu_session", counting)
+    jobs = make_jobs([0, 0, 5, 9, 12], [100, 30, 50, 20, 7], [2, 4, 1, 1, 2])
+    assert replay(jobs, ReplayCluster.uniform(1, 4), _Greedy()).summary()["jobs"] == 5
+    assert made == [1]

@@ -53,14 +53,39 @@ def hash64_array(x: np.ndarray) -> np.ndarray:
 
 
 class SplitMix64:
-    """A SplitMix64 stream as an object (the state is ``self.state``)."""
+    """A SplitMix64 stream as an object (the state is ``self.state``).
+
+    The outputs are made a block at a time with NumPy: SplitMix64 is counter-based (its
+    k-th output is ``hash64(seed + (k - 1) x GOLDEN_GAMMA)``), so a block is one array
+    expression, and a draw is a list lookup instead of three Python calls (the pure-Python
+    kernels draw one number per gossip message). The stream is :func:`splitmix64`'s, output
+    for output (tests/test_base_rng.py).
+    """
+
+    BLOCK = 4096
 
     def __init__(self, seed: int):
-        self.state = seed & MASK64
+        self._seed = seed & MASK64
+        self._block: list[int] = []      # the latest block: outputs _made - BLOCK + 1 .. _made
+        self._made = 0
+        self._i = 0                      # next unread item of _block
+
+    @property
+    def state(self) -> int:
+        """The generator's state after the outputs drawn so far (as :func:`splitmix64` keeps it)."""
+        drawn = self._made - len(self._block) + self._i
+        return (self._seed + drawn * GOLDEN_GAMMA) & MASK64
 
     def next(self) -> int:
         """The next 64-bit output."""
-        self.state, x = splitmix64(self.state)
+        if self._i == len(self._block):
+            k = np.arange(self._made, self._made + self.BLOCK, dtype=np.uint64)
+            with np.errstate(over="ignore"):
+                self._block = hash64_array(np.uint64(self._seed) + k * np.uint64(GOLDEN_GAMMA)).tolist()
+            self._made += self.BLOCK
+            self._i = 0
+        x = self._block[self._i]
+        self._i += 1
         return x
 
     def below(self, n: int) -> int:

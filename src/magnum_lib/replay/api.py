@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magnum_lib.base.validate import ParameterError, excerpt
+from magnum_lib.replay.placement import release, reserve
 
 __all__ = ["Policy", "PolicyError", "OracleError", "Decision", "View", "JobView", "JobsView", "Plan",
            "as_policy", "is_oracle", "policy_inputs"]
@@ -218,8 +219,10 @@ class JobView:
     @property
     def remaining_ns(self) -> int:
         """Work left, ns (oracle only)."""
-        _oracle_only(self._st, "job.remaining_ns")
-        return max(int(self._st.rem[self._id]), 0)
+        st = self._st
+        if not st.oracle:   # (the check inline: SRTF reads this for every job at every event)
+            _oracle_only(st, "job.remaining_ns")
+        return max(int(st.rem[self._id]), 0)
 
     @property
     def remaining_s(self) -> float:
@@ -335,8 +338,9 @@ class View:
     ----------
     now_s : float
     queue : tuple of JobView
-        Waiting jobs (never started or preempted), by submit time then id.
+        Waiting jobs (never started or preempted), by submit time then id (= id order).
     running : tuple of JobView
+        Running jobs, in id order.
     free_gpus : int
         Whole idle GPUs (all types).
     free_by_type : dict
@@ -355,7 +359,7 @@ class View:
         self.running = running
         self.cluster = state.policy_cluster
         self.jobs = state.policy_jobs
-        self.free_gpus = int((state.free == 1000).sum())
+        self.free_gpus = int(np.count_nonzero(state.free == 1000))
 
     @property
     def free_by_type(self) -> dict:
@@ -387,7 +391,7 @@ class Plan:
     def __init__(self, state):
         self._state = state
         self.free = state.free.copy()
-        self._whole = int((self.free == 1000).sum())   # idle GPUs: a gang wanting more fails fast
+        self._whole = int(np.count_nonzero(self.free == 1000))   # idle GPUs: a gang wanting more fails fast
         self._starts, self._preempts, self._wake = [], [], None
         self._taken = set()      # started in this plan
 
@@ -415,8 +419,8 @@ class Plan:
         if gpus is not None:  # explicit GPUs: checked again when applied; here only reserve
             if any(not (0 <= g < self.free.size) or self.free[g] < milli for g in where):
                 return False
-        self.free[where] -= milli
-        self._whole = int((self.free == 1000).sum())
+        reserve(self.free, where, milli)
+        self._whole = int(np.count_nonzero(self.free == 1000))
         self._starts.append((jid, where))
         self._taken.add(jid)
         return True
@@ -425,8 +429,8 @@ class Plan:
         jid = job.id if isinstance(job, JobView) else job
         st = self._state
         if st.status[jid] == 2 and jid not in self._preempts:
-            self.free[st.alloc[jid]] += st.milli_l[jid]
-            self._whole = int((self.free == 1000).sum())
+            release(self.free, st.alloc[jid], st.milli_l[jid])
+            self._whole = int(np.count_nonzero(self.free == 1000))
             self._preempts.append(jid)
 
     def wake_at(self, t_s: float) -> None:
@@ -482,7 +486,7 @@ def normalize(policy: str, out, state) -> Decision:
             raise PolicyError(policy, f"{what}: it is not waiting ({_STATUS[state.status[jid]]})")
         started.add(jid)
         gpus = _checked_gang(policy, what, jid, gpus, gtype, state, free)
-        free[gpus] -= int(state.jobs.gpu_milli[jid])
+        reserve(free, gpus, int(state.jobs.gpu_milli[jid]))
         start.append((jid, gpus))
     return Decision(start, preempt, None, _checked_wake(policy, out))
 
@@ -516,7 +520,7 @@ def _checked_preempt(policy: str, items, state, free, n: int) -> list:
             raise PolicyError(policy, f"preempt job {jid}: it is not running "
                                       f"({_STATUS[state.status[jid]]})")
         seen.add(jid)
-        free[state.alloc[jid]] += int(state.jobs.gpu_milli[jid])
+        release(free, state.alloc[jid], int(state.jobs.gpu_milli[jid]))
         preempt.append(jid)
     return preempt
 
@@ -548,7 +552,7 @@ def _checked_gang(policy: str, what: str, jid: int, gpus, gtype, state, free) ->
         if free[g] < milli or (milli == 1000 and free[g] != 1000):
             raise PolicyError(policy, f"{what}: GPU {g} is already given ({1000 - free[g]} "
                                       f"of 1000 milli in use)")
-    types = set(state.gpu_type[gpus].tolist())
+    types = {int(state.gpu_type[g]) for g in gpus}
     if len(types) != 1:
         raise PolicyError(policy, f"{what}: a gang must be on GPUs of one type")
     t = types.pop()

@@ -10,6 +10,11 @@ Two mechanisms, the same contract (:class:`CpuLimit` raised inside the block):
 
 Both interrupt Python code only (a loop in C ends first), and both need the main thread: in
 another thread the block runs unbounded and the caller checks the time after it returns.
+
+A replay calls its policy thousands of times, and setting a mechanism up costs more than a
+short call (a signal handler swapped twice, ~11 us; a watchdog thread started and joined).
+Inside ``with session():`` the handler is installed, or the one watchdog thread started,
+once; each :func:`cpu_limit` block then only arms and disarms it. Blocks do not nest.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import contextlib
 import threading
 import time
 
-__all__ = ["CpuLimit", "cpu_limit", "USE_ITIMER"]
+__all__ = ["CpuLimit", "cpu_limit", "session", "USE_ITIMER"]
 
 #: Use the POSIX CPU timer where the OS has it (False: the watchdog thread everywhere; tests).
 USE_ITIMER = True
@@ -34,67 +39,123 @@ def _raise(signum, frame):
     raise CpuLimit
 
 
-@contextlib.contextmanager
-def cpu_limit(seconds: float):
-    """Raise :class:`CpuLimit` inside the block after ``seconds`` of CPU time (see the module)."""
-    import signal
+class _Timer:
+    """The POSIX CPU timer: the SIGVTALRM handler is ours while the session is open."""
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    timer = getattr(signal, "ITIMER_VIRTUAL", None) if USE_ITIMER else None
-    if timer is not None:
-        old = signal.signal(signal.SIGVTALRM, _raise)
-        signal.setitimer(timer, seconds)
-        try:
-            yield
-        finally:
-            signal.setitimer(timer, 0)
-            signal.signal(signal.SIGVTALRM, old)
-        return
-    with _watchdog(seconds) as dog:
-        try:
-            yield
-        except KeyboardInterrupt:
-            if dog.fired:
-                raise CpuLimit from None
-            raise  # a real Ctrl-C
+    def __init__(self, timer):
+        import signal
+
+        self.signal, self.timer = signal, timer
+        self.old = signal.signal(signal.SIGVTALRM, _raise)
+
+    def close(self) -> None:
+        self.signal.setitimer(self.timer, 0)
+        self.signal.signal(self.signal.SIGVTALRM, self.old)
+
+    def block(self, seconds: float) -> _Timer:
+        """The block's context manager: the timer armed for ``seconds`` inside it."""
+        self.seconds = seconds
+        return self
+
+    def __enter__(self) -> None:   # (a class, not a generator: the fast path, one syscall each way)
+        self.signal.setitimer(self.timer, self.seconds)
+
+    def __exit__(self, *exc) -> None:
+        self.signal.setitimer(self.timer, 0)
 
 
-class _Dog:
-    def __init__(self, seconds: float):
-        self.seconds, self.fired, self.armed = seconds, False, True
+class _Watchdog:
+    """One thread that polls the process' CPU time and interrupts the main thread once a
+    block's deadline has passed (armed only inside a block)."""
+
+    def __init__(self):
         self.lock, self.done = threading.Lock(), threading.Event()
-        self.c0 = time.process_time()
+        self.deadline: float | None = None
+        self.fired = False
+        self.thread = threading.Thread(target=self._watch, name="cpu-limit watchdog", daemon=True)
+        self.thread.start()
 
-    def watch(self) -> None:
+    def _watch(self) -> None:
         import _thread
 
         while not self.done.wait(POLL_S):
-            if time.process_time() - self.c0 > self.seconds:
-                with self.lock:
-                    if self.armed:
-                        self.fired = True
-                        _thread.interrupt_main()
-                return
+            with self.lock:
+                if self.deadline is not None and time.process_time() > self.deadline:
+                    self.deadline, self.fired = None, True
+                    _thread.interrupt_main()
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _disarm(self) -> bool:
+        """Stop watching the block; True when the watchdog fired for it."""
+        with self.lock:
+            self.deadline = None
+            fired, self.fired = self.fired, False
+        return fired
+
+    @contextlib.contextmanager
+    def block(self, seconds: float):
+        with self.lock:
+            self.deadline, self.fired = time.process_time() + seconds, False
+        try:
+            yield
+        except KeyboardInterrupt:
+            if self._disarm():
+                raise CpuLimit from None
+            raise  # a real Ctrl-C
+        finally:
+            fired = self._disarm()
+        if fired:  # it fired as the block ended: take the interrupt here, then refuse the block
+            try:
+                for _ in range(1000):
+                    time.sleep(0.001)
+            except KeyboardInterrupt:
+                pass
+            raise CpuLimit
+
+
+_active: _Timer | _Watchdog | None = None   # the open session's mechanism (main thread only)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
-def _watchdog(seconds: float):
-    dog = _Dog(seconds)
-    thread = threading.Thread(target=dog.watch, name="cpu-limit watchdog", daemon=True)
-    thread.start()
+def session():
+    """Set the mechanism up once for the :func:`cpu_limit` blocks inside (see the module);
+    yields it. Inside another session it yields that one's; outside the main thread, None."""
+    global _active
+    if _active is not None or not _main_thread():
+        yield _active if _main_thread() else None
+        return
+    import signal
+
+    timer = getattr(signal, "ITIMER_VIRTUAL", None) if USE_ITIMER else None
+    mechanism = _Timer(timer) if timer is not None else _Watchdog()
+    _active = mechanism
     try:
-        yield dog
+        yield mechanism
     finally:
-        with dog.lock:
-            dog.armed = False
-        dog.done.set()
-        thread.join()
-    if dog.fired:  # it fired as the block ended: take the interrupt here, then refuse the call
-        try:
-            for _ in range(1000):
-                time.sleep(0.001)
-        except KeyboardInterrupt:
-            pass
-        raise CpuLimit
+        _active = None
+        mechanism.close()
+
+
+def cpu_limit(seconds: float):
+    """A context manager: raise :class:`CpuLimit` inside the block after ``seconds`` of CPU
+    time (see the module)."""
+    if not _main_thread():
+        return contextlib.nullcontext()
+    if _active is not None:
+        return _active.block(seconds)
+    return _alone(seconds)
+
+
+@contextlib.contextmanager
+def _alone(seconds: float):
+    """A block outside any session: its own session around it."""
+    with session() as mechanism:   # (the main thread's: cpu_limit checked that)
+        with mechanism.block(seconds):
+            yield

@@ -16,6 +16,7 @@ from magnum_lib.replay import placement as _placement
 from magnum_lib.replay.api import MAX_ROUND_S, MIN_ROUND_S, JobView, PolicyError, View, normalize, policy_inputs
 from magnum_lib.replay.cpulimit import CpuLimit as _CpuLimit
 from magnum_lib.replay.cpulimit import cpu_limit as _cpu_limit  # POSIX timer, or a watchdog thread
+from magnum_lib.replay.cpulimit import session as _cpu_session
 
 NS = 1_000_000_000
 
@@ -110,7 +111,7 @@ class _State:
 
     def apply(self, d, waiting, running):
         for j in d.preempt:
-            self.free[self.alloc[j]] += self.milli_l[j]
+            _placement.release(self.free, self.alloc[j], self.milli_l[j])
             self.alloc[j] = []
             self.status[j] = 1
             self.preemptions[j] += 1
@@ -118,7 +119,7 @@ class _State:
             running.discard(j)
             waiting.add(j)
         for j, gpus in d.start:
-            self.free[gpus] -= self.milli_l[j]
+            _placement.reserve(self.free, gpus, self.milli_l[j])
             self.alloc[j] = list(gpus)
             self.status[j] = 2
             self.views[j]._run = True
@@ -155,17 +156,16 @@ def call(name, what, method, *args):
     inside a policy is an error too, not an exit 0. A call past :data:`POLICY_CPU_S` of CPU
     time is stopped and refused.
     """
-    over = PolicyError(name, f"{what}() took more than {POLICY_CPU_S:g} s of CPU time in one call "
-                             f"(an endless loop?)")
     c0 = time.process_time()
     try:
         with _cpu_limit(POLICY_CPU_S):
             out = method(*args)
         if time.process_time() - c0 > POLICY_CPU_S:
-            raise over
+            raise _CpuLimit
         return out
     except _CpuLimit:
-        raise over from None
+        raise PolicyError(name, f"{what}() took more than {POLICY_CPU_S:g} s of CPU time in one call "
+                                f"(an endless loop?)") from None
     except ParameterError:
         raise
     except RecursionError:
@@ -237,7 +237,7 @@ class _Loop:
         """Step 2: free the GPUs of every running job whose work is done at ``t`` (job order)."""
         st, running = self.st, self.running
         for j in sorted(j for j in running if st.rem[j] <= 0):
-            st.free[st.alloc[j]] += st.milli_l[j]
+            _placement.release(st.free, st.alloc[j], st.milli_l[j])
             st.alloc[j] = []
             st.status[j] = 3
             st.views[j]._run = False
@@ -280,7 +280,7 @@ class _Loop:
     def sample(self, t) -> None:
         """Step 5: record the busy GPUs (and stranded capacity) at ``t`` if they changed."""
         st, util_t, util_busy = self.st, self.util_t, self.util_busy
-        busy = (int((1000 - st.free).sum()) / 1000.0)
+        busy = (1000 * st.free.size - int(st.free.sum())) / 1000.0   # GPUs' worth of milli in use
         if util_t and util_t[-1] == t:     # (cannot happen: one call per instant)
             util_busy[-1] = busy
         elif not util_busy or util_busy[-1] != busy:   # the step function's change points
@@ -306,6 +306,12 @@ def run(jobs, cluster, policy, placement="pooled", seed=0, restore_s=0.0, progre
     """Replay ``jobs`` on ``cluster`` under ``policy``; return raw per-job arrays (dict)."""
     check_fits(jobs, cluster)
     st = _State(jobs, cluster, placement, seed, round(restore_s * NS), policy)
+    with _cpu_session():   # the CPU cap's timer or watchdog set up once, not at every call
+        return _run(st, policy, progress, clock)
+
+
+def _run(st, policy, progress, clock):
+    """The loop of :func:`run` on a built state (steps 1-5 at every instant until all jobs finish)."""
     name = policy.name
     call(name, "reset", policy.reset, st.policy_jobs, st.policy_cluster)
     round_ns = None if policy.round_s is None else round(check_round_s(name, policy.round_s) * NS)

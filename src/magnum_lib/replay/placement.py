@@ -77,3 +77,16 @@ def random(free, gpu_node, cand, gpus, milli, rng=None):
 
 
 FUNCTIONS = {"pooled": pooled, "consolidated": consolidated, "spread": spread, "random": random}
+
+
+def reserve(free, gpus, milli) -> None:
+    """``free[gpus] -= milli`` for a list of distinct GPU ids, one GPU at a time: a gang is a
+    few GPUs, and NumPy's indexing by a short list costs several times a loop over it."""
+    for g in gpus:
+        free[g] -= milli
+
+
+def release(free, gpus, milli) -> None:
+    """``free[gpus] += milli``: the GPUs of :func:`reserve` given back."""
+    for g in gpus:
+        free[g] += milli

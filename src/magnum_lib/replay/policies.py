@@ -119,6 +119,8 @@ def _give_in_order(view, order, plan):
         if job.num_gpus <= budget:
             budget -= job.num_gpus
             chosen.append(job)
+            if budget == 0:     # every job needs a GPU at least: no later one fits
+                break
     keep = {j.id for j in chosen}
     for job in view.running:
         if job.id not in keep:
@@ -242,50 +244,56 @@ class TiresiasLAS(Policy):
         now, dt = view.now_ns, view.now_ns - self.last_ns
         self.last_ns = now
         limits, knob = self.thresholds_ns, self.promote_knob
-        jobs = sorted(view.running + view.queue, key=lambda j: j.id)
-        for j in jobs:                                  # arrivals first, id order
+        q, seq = self.q, self.seq
+        # view.queue and view.running are each in id order. Appends go to a queue's end in
+        # the order made; demotions (to queue >= 1) and promotions (to queue 0) never meet in
+        # one queue, so they need no common order.
+        for j in view.queue:                            # arrivals first (a new job waits), id order
             if not self.known[j.id]:
                 self.known[j.id] = True
                 self._append(j.id, 0)
-        for j in jobs:                                  # then demotions / promotions, id order
+        for j in view.running:                          # then demotions, id order
             i = j.id
-            ran = j.attained_ns - self.base[i]
-            if j.running:
-                if self.q[i] < len(limits) and ran * j.num_gpus >= limits[self.q[i]]:
-                    self._append(i, self.q[i] + 1)
-            elif knob > 0 and ran > 0:
-                self.starve[i] += dt            # Tiresias' last_pending_time
-                if self.q[i] > 0 and self.starve[i] >= _ceil_mul(knob, ran):
-                    self.starve[i] = 0
-                    self.base[i] = j.attained_ns
-                    self._append(i, 0)
-        order = sorted(jobs, key=lambda j: (self.q[j.id], self.seq[j.id]))
+            if q[i] < len(limits) and (j.attained_ns - self.base[i]) * j.num_gpus >= limits[q[i]]:
+                self._append(i, q[i] + 1)
+        if knob > 0:
+            for j in view.queue:                        # and promotions, id order
+                i = j.id
+                ran = j.attained_ns - self.base[i]
+                if ran > 0:
+                    self.starve[i] += dt                # Tiresias' last_pending_time
+                    if q[i] > 0 and self.starve[i] >= _ceil_mul(knob, ran):
+                        self.starve[i] = 0
+                        self.base[i] = j.attained_ns
+                        self._append(i, 0)
+        jobs = view.running + view.queue
+        order = sorted(jobs, key=lambda j: (q[j.id], seq[j.id]))   # (queue, seq): unique per job
         plan = view.plan()
         chosen = _give_in_order(view, order, plan)
         # Tiresias moves the waiting jobs of each queue behind the running ones, in their
         # order: give the jobs running after this pass new keys in front, in scan order.
-        kept = {j.id for j in chosen}
-        front = [j.id for j in order if j.id in kept]
+        front = [j.id for j in chosen]     # (chosen keeps the scan order)
         self.front -= len(front)
         for k, i in enumerate(front):
-            self.seq[i] = self.front + k
+            seq[i] = self.front + k
         # Wake-ups: the next demotion of a running job, the next promotion of a waiting one.
         for j in chosen:
             i = j.id
-            if self.q[i] < len(limits):
+            if q[i] < len(limits):
                 ran = j.attained_ns - self.base[i]
                 if self.tiresias_jump:      # their formula: run seconds, not GPU-seconds
-                    wake = now + _tiresias_jump_s(limits[self.q[i]], ran, j.num_gpus) * 10**9
+                    wake = now + _tiresias_jump_s(limits[q[i]], ran, j.num_gpus) * 10**9
                     if wake > now:
                         plan.wake_at_ns(wake)
                 else:
-                    left = limits[self.q[i]] - ran * j.num_gpus
+                    left = limits[q[i]] - ran * j.num_gpus
                     plan.wake_at_ns(now + -(-left // j.num_gpus))
         if knob > 0:
+            kept = set(front)
             for j in jobs:
                 i = j.id
                 ran = j.attained_ns - self.base[i]
-                if i not in kept and self.q[i] > 0 and ran > 0:
+                if i not in kept and q[i] > 0 and ran > 0:
                     plan.wake_at_ns(now + max(_ceil_mul(knob, ran) - self.starve[i], 1))
         return plan
 

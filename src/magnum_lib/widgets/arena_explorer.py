@@ -22,7 +22,7 @@ COLORS = {p: style.color(p) for p in POLICIES}   # the suite's colour of each po
 MAX_JOBS = 1400
 PURE_PYTHON_MAX_JOBS = 600
 """The jobs slider ends here on the pure-Python backend: its readable replay loop costs
-about 0.15 ms of CPU per job and policy there, and each change must answer in 0.3 s."""
+about 0.1 ms of CPU per job and policy there, and each change must answer in 0.3 s."""
 
 
 def pure_python_note() -> str:
