@@ -219,6 +219,12 @@ def test_kernel_probe_is_a_notebook_that_refuses_a_source_tree(tmp_path):
     assert out.returncode != 0 and "AssertionError" in out.stderr and str(PACKAGE) in out.stderr
 
 
+def test_notebook_jobs_below_one_is_refused_before_any_build(capsys):
+    with pytest.raises(SystemExit) as exc:
+        _check_wheel().main(["--notebooks", "--notebook-jobs", "0"])
+    assert exc.value.code == 2 and "--notebook-jobs must be >= 1, got 0" in capsys.readouterr().err
+
+
 def test_wheel_check_is_a_make_target_and_a_ci_step():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^wheel-check:.*\n\t.*scripts/check_wheel\.py", makefile, re.M)
