@@ -13,7 +13,7 @@ BUILD_LOG := build/build.log
 # The student's working copy of the notebooks (`make lab`); gitignored.
 LAB_DIR ?= faux-magnum-notebooks
 
-.PHONY: hub-proxy hub-test nocompiler-check bench-kernel-memory lab test test-debug build-debug lint build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
+.PHONY: hub-proxy hub-test nocompiler-check wheel-check-all bench-kernel-memory lab test test-debug build-debug lint build venv unit unit-python notebooks browser chromium bench wheel-check reset clean help
 
 help:
 	@echo "make lab     - install (first time), copy notebooks/ to $(LAB_DIR)/ and start JupyterLab there (127.0.0.1)"
@@ -26,6 +26,7 @@ help:
 	@echo "make reset   - restore the notebooks to their committed state (your edits are lost)"
 	@echo "make hub-test - the classroom server (deploy/) with three seats in Chromium (root; see deploy/README.md)"
 	@echo "make nocompiler-check - every notebook under nbval on a wheel built without a C compiler (long)"
+	@echo "make wheel-check-all - wheel-check, then the no-compiler wheel with every notebook, in one fresh venv"
 
 venv: $(STAMP)
 
@@ -185,10 +186,22 @@ hub-test: build chromium hub-proxy
 	$(PY) -m pytest -q -p no:cacheprovider tests/browser/test_hub.py
 
 # Every notebook under nbval on a wheel built with no C compiler (the pure-Python backend),
-# installed in a fresh venv; prints each notebook's wall and CPU time. Not part of CI: the notebooks alone
-# took 13 min of CPU (2026-12-06), over an hour of wall time on 2 cores shared with other jobs.
+# installed in a fresh venv that borrows this venv's packages (--reuse-deps: quick, but blind
+# to an undeclared dependency); prints each notebook's wall and CPU time, two at a time.
+# Measured 2026-12-06: 324 s of CPU for the 12 notebooks (08 the most, 161 s), 987 s wall one
+# at a time on 2 cores shared with other jobs.
 nocompiler-check: $(STAMP)
-	$(PY) scripts/check_wheel.py --no-compiler --notebooks --reuse-deps
+	$(PY) scripts/check_wheel.py --no-compiler --notebooks --notebook-jobs 2 --reuse-deps
+
+# Both installs in one fresh venv, its dependencies from the index (for CI): the compiled
+# wheel as wheel-check does, then the wheel built with no C compiler reinstalled over it,
+# with the README's commands again and every notebook under nbval, two at a time. The venv
+# and the dependencies are installed once for both.
+wheel-check-all: $(STAMP)
+	@tmp=$$(mktemp -d); \
+	$(PY) scripts/check_wheel.py --venv $$tmp/venv && \
+	$(PY) scripts/check_wheel.py --venv $$tmp/venv --no-compiler --notebooks --notebook-jobs 2; \
+	status=$$?; rm -rf $$tmp; exit $$status
 
 # Each notebook's kernel peak RSS after a full run (JSON), for deploy/README.md's sizing.
 bench-kernel-memory: build

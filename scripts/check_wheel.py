@@ -22,21 +22,33 @@ Steps (each prints one line; the first failure stops the run with exit 1):
 ``--no-compiler`` checks the fallback a laptop without a C compiler gets: the compiler is
 made unavailable (``CC``, ``CXX`` and ``LDSHARED`` are ``/bin/false`` and ``gcc``, ``cc``,
 ``clang``... on ``PATH`` are shadowed by ``false``), an sdist is built and the wheel is
-built from it (as ``pip install <sdist>`` does); the wheel must hold no compiled module
-but the marker saying why, and step 4 must report the pure-Python backend. Steps 3-5 run
-with the compiler still unavailable.
+built from it (as ``pip install <sdist>`` does); the build must print setup.py's one
+"cannot compile here" line, the wheel must hold no compiled module but the marker saying
+why, and step 4 must report the pure-Python backend. Steps 3-5 run with the compiler still
+unavailable.
 
 ``--smoke`` runs the binary wheels' smoke test (``[tool.cibuildwheel] test-command`` in
-pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh venv.
+pyproject.toml: ``faux-magnum doctor`` and notebook 00 under nbval) in the fresh venv, after
+installing what cibuildwheel does (the wheel's ``test-extras`` and the ``test-requires``).
 
-``--notebooks [GLOB]`` then copies the notebooks out of the installed package with
-``faux-magnum lab --copy-only`` and runs every one (or those matching GLOB) under nbval in the fresh venv (it
-installs pytest, nbval and ipykernel there), one pytest run per notebook, printing each one's wall and CPU time; notebooks that replay the public traces
-(the Makefile's ``TRACE_NOTEBOOKS``) are left out when the traces are absent.
+``--notebooks [GLOB]`` then installs what a student does (the wheel's ``lab`` extra) and
+pytest, nbval and ipykernel, copies the notebooks out of the installed package with
+``faux-magnum lab --copy-only`` and runs every one (or those matching GLOB) under nbval,
+one pytest run per notebook, ``--notebook-jobs`` at a time, printing each one's wall and
+CPU time (its pytest's and kernel's). A one-cell probe notebook runs first: it fails
+unless the kernel imports the wheel installed in the venv, with the expected backend.
+Notebooks that replay the public traces (the Makefile's ``TRACE_NOTEBOOKS``) are left out
+when the traces are absent.
+
+``--venv DIR`` reuses or creates that venv instead of a temporary one (the wheel is
+reinstalled with ``--force-reinstall --no-deps``; dependencies already there are kept), so
+one venv can serve a compiled and then a no-compiler check. ``--reuse-deps`` installs no
+dependency: the venv sees this interpreter's site-packages (after its own, so the wheel's
+``magnum_lib`` is the one imported; an editable install there is not activated). Quicker,
+and still a test of the wheel's code, but it cannot catch an undeclared dependency.
 
 Usage: python scripts/check_wheel.py [--venv DIR] [--keep] [--timeout 300] [--no-compiler] [--notebooks [GLOB]]
-[--reuse-deps] [--smoke]
-(``--venv`` reuses or creates that venv instead of a temporary one: quicker while editing.)
+[--notebook-jobs N] [--reuse-deps] [--smoke]
 """
 from __future__ import annotations
 
@@ -51,6 +63,7 @@ import sysconfig
 import tempfile
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,12 +205,19 @@ def build_wheel(out_dir: Path, logs: Path, source: Path, env: dict | None = None
     """The wheel of ``source`` (a directory or an sdist), built by pip."""
     env = build_env() if env is None else env
     cwd = source if source.is_dir() else source.parent
-    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "--no-deps",
+    # -v: the log keeps setup.py's own lines (``magnum-build: ...``), which pip hides otherwise
+    _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "wheel", "-v", "--no-deps",
           "--no-build-isolation", "-w", str(out_dir), str(source)], logs / "wheel.log", cwd=cwd, env=env)
     wheels = sorted(out_dir.glob("magnum_lib-*.whl"))
     if len(wheels) != 1:
         raise CheckFailed(f"expected one magnum_lib wheel in {out_dir}, found {len(wheels)}")
     return wheels[0]
+
+
+def fallback_lines(build_log: Path) -> list[str]:
+    """setup.py's lines saying it could not compile and installed the pure-Python backend."""
+    return [line.strip() for line in build_log.read_text(encoding="utf-8", errors="replace").splitlines()
+            if "magnum-build: cannot compile here" in line]
 
 
 def install(wheel: Path, venv: Path, logs: Path, reuse_deps: bool = False) -> Path:
@@ -316,13 +336,16 @@ def smoke_commands(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
     return [commands] if isinstance(commands, str) else list(commands)
 
 
-def check_smoke(python: Path, venv: Path, work: Path, logs: Path, timeout: float, shadow: Path | None) -> list[str]:
-    """Run the wheels' smoke test in the fresh venv (its test-requires installed first)."""
+def check_smoke(python: Path, wheel: Path, venv: Path, work: Path, logs: Path, timeout: float,
+                shadow: Path | None) -> list[str]:
+    """Run the wheels' smoke test in the fresh venv, first installing what cibuildwheel does:
+    the wheel's ``test-extras`` and the ``test-requires``."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["cibuildwheel"]
-    _run([python, "-m", "pip", "--disable-pip-version-check", "install", *config["test-requires"]],
-         logs / "install-smoke.log")
+    extras = ",".join(config.get("test-extras", []))
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install",
+          f"{wheel}[{extras}]" if extras else str(wheel), *config["test-requires"]], logs / "install-smoke.log")
     smoke = work / "smoke"
     smoke.mkdir(exist_ok=True)
     env = clean_env(venv, work / "home")
@@ -343,18 +366,55 @@ def trace_notebooks(makefile: Path = ROOT / "Makefile") -> list[str]:
     return found.group(1).split() if found else []
 
 
-def _children_cpu_s() -> float:
-    """CPU seconds of the finished child processes and their waited-for children (pytest and
-    its kernel): unlike the wall time, not inflated by a busy machine (0 on Windows)."""
-    times = os.times()
-    return times.children_user + times.children_system
+def run_timed(cmd, log: Path, **kw) -> tuple[int, float, float | None]:
+    """``(exit status, wall seconds, CPU seconds)`` of ``cmd``, its output in ``log``.
+
+    The CPU time is the child's and its waited-for children's (pytest and its kernel), read
+    with ``os.wait4``: unlike the wall time it is not inflated by a busy machine, and it stays
+    each run's own when several run at once. None where ``os.wait4`` is missing (Windows).
+    """
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **kw)
+        if hasattr(os, "wait4"):
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+            cpu = usage.ru_utime + usage.ru_stime
+        else:
+            proc.wait()
+            cpu = None
+    return proc.returncode, time.perf_counter() - start, cpu
 
 
-def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Path | None,
-                    pattern: str = "*.ipynb") -> None:
+#: A notebook cell that fails unless the kernel imports the installed wheel with the given backend.
+KERNEL_PROBE = """import sys, sysconfig, magnum_lib
+site = sysconfig.get_paths()["platlib"]
+assert magnum_lib.__file__.startswith(site), (magnum_lib.__file__, site)
+assert magnum_lib.backend() == {backend!r}, magnum_lib.backend()
+print(sys.executable, magnum_lib.__file__, magnum_lib.backend())"""
+
+
+def write_kernel_probe(path: Path, backend: str) -> Path:
+    """A one-cell notebook at ``path``: under nbval it fails unless the kernel runs the wheel
+    installed in its own venv (not a source tree, not another environment's copy) with ``backend``."""
+    import json
+
+    cell = {"cell_type": "code", "execution_count": None, "id": "probe", "metadata": {}, "outputs": [],
+            "source": KERNEL_PROBE.format(backend=backend)}
+    notebook = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def check_notebooks(python: Path, wheel: Path, venv: Path, work: Path, logs: Path, shadow: Path | None,
+                    pattern: str = "*.ipynb", backend: str = "compiled", jobs: int = 1) -> None:
     """Copy the notebooks out of the installed package and run every one (matching
-    ``pattern``) under nbval."""
-    _run([python, "-m", "pip", "--disable-pip-version-check", "install", *NOTEBOOK_TESTS],
+    ``pattern``) under nbval, ``jobs`` at a time, after a probe notebook checks that the
+    kernel imports the installed wheel with ``backend``. Installed first: what a student
+    installs (the wheel's ``lab`` extra, README.md) and nbval."""
+    _run([python, "-m", "pip", "--disable-pip-version-check", "install", f"{wheel}[lab]", *NOTEBOOK_TESTS],
          logs / "install-notebook-tests.log")
     shared = shared_data()
     env = clean_env(venv, work / "home", shared)
@@ -367,22 +427,27 @@ def check_notebooks(python: Path, venv: Path, work: Path, logs: Path, shadow: Pa
                     if p.name not in skipped)
     if not chosen:
         raise CheckFailed(f"no notebook in {notebooks} matches {pattern!r}")
-    print(f"wheel-check: nbval on {len(chosen)} notebook(s) in {notebooks}"
+    nbval = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env"]
+    probe = write_kernel_probe(work / "kernel_probe.ipynb", backend)
+    status, _, _ = run_timed([*nbval, probe.name], logs / "nbval-kernel-probe.log", cwd=work, env=env)
+    if status != 0:
+        raise CheckFailed(f"the notebooks' kernel does not run the installed {backend} backend; log:\n"
+                          + (logs / "nbval-kernel-probe.log").read_text(encoding="utf-8")[-3000:])
+    print(f"wheel-check: nbval on {len(chosen)} notebook(s) in {notebooks}, {jobs} at a time "
+          f"(their kernel imports the installed {backend} backend)"
           f"{' (without ' + ', '.join(skipped) + ': no traces)' if skipped else ''}", flush=True)
-    failures = []
-    for name in chosen:  # one run each: its wall time is printed, and one failure does not hide the rest
+
+    def one(name: str) -> str | None:  # one pytest each: its times are its own, one failure hides nothing
         log = logs / f"nbval-{Path(name).stem}.log"
-        start, cpu = time.perf_counter(), _children_cpu_s()
-        try:
-            _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-                  name], log, cwd=notebooks, env=env)
-            problem = None
-        except CheckFailed as exc:
-            problem = str(exc)
-        print(f"  {'FAIL' if problem else 'ok  '} {time.perf_counter() - start:6.1f} s wall "
-              f"{_children_cpu_s() - cpu:6.1f} s CPU  {name}", flush=True)
-        if problem:
-            failures.append(f"{name}: {problem}")
+        status, wall, cpu = run_timed([*nbval, name], log, cwd=notebooks, env=env)
+        cpu_text = "   n/a" if cpu is None else f"{cpu:6.1f}"
+        print(f"  {'FAIL' if status else 'ok  '} {wall:6.1f} s wall {cpu_text} s CPU  {name}", flush=True)
+        if status:
+            return f"{name}: exited {status}; log:\n{log.read_text(encoding='utf-8')[-4000:]}"
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        failures = [f for f in pool.map(one, chosen) if f]
     if failures:
         raise CheckFailed(f"{len(failures)} notebook(s) failed under nbval:\n" + "\n".join(failures))
 
@@ -396,11 +461,15 @@ def main(argv=None) -> int:
                         help="build from the sdist with no C compiler: the pure-Python fallback")
     parser.add_argument("--notebooks", nargs="?", const="*.ipynb", metavar="GLOB",
                         help="also run every notebook (or those matching GLOB, e.g. '0[0-3]_*') under nbval")
+    parser.add_argument("--notebook-jobs", type=int, default=1, metavar="N",
+                        help="run N notebooks at a time (default: 1; each has its own pytest and kernel)")
     parser.add_argument("--smoke", action="store_true",
                         help="also run the binary wheels' smoke test ([tool.cibuildwheel] test-command)")
     parser.add_argument("--reuse-deps", action="store_true",
                         help="give the venv this interpreter's packages instead of installing them (quicker)")
     args = parser.parse_args(argv)
+    if args.notebook_jobs < 1:
+        parser.error(f"--notebook-jobs must be >= 1, got {args.notebook_jobs}")
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="magnum-wheel-check-"))
     logs, work = tmp / "logs", tmp / "work"
@@ -420,6 +489,12 @@ def main(argv=None) -> int:
         wheel = build_wheel(tmp / "dist", logs, source, env)
         print(f"wheel-check: built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB, "
               f"{time.perf_counter() - started:.0f} s)", flush=True)
+        said = fallback_lines(logs / "wheel.log")
+        if shadow is not None and len(said) != 1:
+            raise CheckFailed(f"the build printed {len(said)} 'cannot compile here' lines, expected one "
+                              f"(log: {logs / 'wheel.log'})")
+        if shadow is not None:
+            print(f"wheel-check: the build said: {said[0][:160]}...", flush=True)
         problems = wheel_problems(wheel, compiled=shadow is None)
         if problems:
             raise CheckFailed("the wheel is incomplete: " + "; ".join(problems))
@@ -440,12 +515,13 @@ def main(argv=None) -> int:
         print(f"wheel-check: README commands ok ({time.perf_counter() - step:.0f} s)", flush=True)
         if args.smoke:
             print("wheel-check: the wheels' smoke test:", flush=True)
-            failures = check_smoke(python, venv, work, logs, args.timeout, shadow)
+            failures = check_smoke(python, wheel, venv, work, logs, args.timeout, shadow)
             if failures:
                 raise CheckFailed(f"{len(failures)} smoke command(s) failed:\n" + "\n".join(failures))
         if args.notebooks:
             step = time.perf_counter()
-            check_notebooks(python, venv, work, logs, shadow, args.notebooks)
+            check_notebooks(python, wheel, venv, work, logs, shadow, args.notebooks, backend,
+                            args.notebook_jobs)
             print(f"wheel-check: the notebooks passed nbval ({time.perf_counter() - step:.0f} s)", flush=True)
     except CheckFailed as exc:
         print(f"wheel-check: FAILED: {exc}", file=sys.stderr)

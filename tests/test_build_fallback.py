@@ -192,6 +192,7 @@ def test_wheel_built_without_a_compiler_passes_the_readme_commands():
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_wheel.py"), "--no-compiler", "--reuse-deps",
                           "--timeout", "120"], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "the build said: magnum-build: cannot compile here" in out.stdout
     assert "no compiled module but the pure-Python marker" in out.stdout
     assert "backend: python" in out.stdout and "installed without a C compiler" in out.stdout
     assert "README commands ok" in out.stdout and "FAIL" not in out.stdout

@@ -191,6 +191,40 @@ def test_judge_refuses_tracebacks_wrong_exits_and_long_errors():
     assert judge(2, "", "usage: ...\nerror: ...\n", 2) == "printed 2 lines on stderr, expected one"
 
 
+def test_run_timed_reports_the_status_and_the_childs_own_cpu(tmp_path):
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\nprint('spun')\nraise SystemExit(3)"
+    status, wall, cpu = _check_wheel().run_timed([sys.executable, "-c", spin], tmp_path / "log")
+    assert status == 3 and (tmp_path / "log").read_text().strip() == "spun"
+    assert 0.3 <= cpu <= wall + 0.05
+
+
+def test_fallback_lines_finds_setup_pys_one_line(tmp_path):
+    log = tmp_path / "wheel.log"
+    log.write_text("Building wheel\n  magnum-build: cannot compile here (CompileError: x): installed the "
+                   "pure-Python backend\n  magnum-build: [1/18] compiling magnum_lib.x\n", encoding="utf-8")
+    assert _check_wheel().fallback_lines(log) == [
+        "magnum-build: cannot compile here (CompileError: x): installed the pure-Python backend"]
+
+
+def test_kernel_probe_is_a_notebook_that_refuses_a_source_tree(tmp_path):
+    """The probe fails where ``magnum_lib`` comes from a source tree, not the venv's wheel
+    (as here, under pytest: the source tree or an editable install)."""
+    nbformat = pytest.importorskip("nbformat")
+    check = _check_wheel()
+    probe = check.write_kernel_probe(tmp_path / "probe.ipynb", "python")
+    nbformat.validate(nbformat.read(probe, as_version=4))
+    (cell,) = json.loads(probe.read_text(encoding="utf-8"))["cells"]
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
+    out = subprocess.run([sys.executable, "-c", "".join(cell["source"])], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "AssertionError" in out.stderr and str(PACKAGE) in out.stderr
+
+
+def test_notebook_jobs_below_one_is_refused_before_any_build(capsys):
+    with pytest.raises(SystemExit) as exc:
+        _check_wheel().main(["--notebooks", "--notebook-jobs", "0"])
+    assert exc.value.code == 2 and "--notebook-jobs must be >= 1, got 0" in capsys.readouterr().err
+
+
 def test_wheel_check_is_a_make_target_and_a_ci_step():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^wheel-check:.*\n\t.*scripts/check_wheel\.py", makefile, re.M)
