@@ -120,3 +120,35 @@ def test_a_replay_opens_one_session(mechanism, monkeypatch):
     jobs = make_jobs([0, 0, 5, 9, 12], [100, 30, 50, 20, 7], [2, 4, 1, 1, 2])
     assert replay(jobs, ReplayCluster.uniform(1, 4), _Greedy()).summary()["jobs"] == 5
     assert made == [1]
+
+
+def test_watchdog_stops_an_endless_call_where_sigint_is_ignored(monkeypatch):
+    # A process started in the background by a non-interactive shell (or nohup) ignores
+    # SIGINT: an interrupt built on it would never arrive and the loop would spin forever.
+    import signal
+
+    monkeypatch.setattr(cpulimit, "USE_ITIMER", False)
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        t0 = time.process_time()
+        with pytest.raises(cpulimit.CpuLimit):
+            with cpulimit.cpu_limit(0.2):
+                while time.process_time() - t0 < 10:  # bounded, so a regression fails, not hangs
+                    pass
+        assert time.process_time() - t0 < 5
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def test_watchdog_firing_as_the_block_ends_refuses_the_call_and_leaves_nothing_pending(monkeypatch):
+    # The block ends just after its time is up: the call is refused, and no CpuLimit surfaces
+    # later in unrelated code.
+    monkeypatch.setattr(cpulimit, "USE_ITIMER", False)
+    with pytest.raises(cpulimit.CpuLimit):
+        with cpulimit.cpu_limit(0.05):
+            c0 = time.process_time()
+            while time.process_time() - c0 < 0.05:
+                pass
+            time.sleep(0.2)  # C code: the exception waits for the next bytecode
+    for _ in range(200_000):  # pure Python bytecode: a pending exception would surface here
+        pass

@@ -5,8 +5,10 @@ Two mechanisms, the same contract (:class:`CpuLimit` raised inside the block):
 - POSIX: the ``ITIMER_VIRTUAL`` timer, whose ``SIGVTALRM`` handler raises in the main thread
   once the process has used that much CPU time;
 - elsewhere (Windows), or with :data:`USE_ITIMER` False: a watchdog thread that polls the
-  process' CPU time and interrupts the main thread with :func:`_thread.interrupt_main`; the
-  KeyboardInterrupt that arrives is turned into CpuLimit.
+  process' CPU time and raises CpuLimit in the main thread (CPython's
+  ``PyThreadState_SetAsyncExc``). Not ``_thread.interrupt_main``: that simulates a SIGINT
+  and does nothing where SIGINT is ignored (a process started in the background by a
+  non-interactive shell, ``nohup``), so an endless policy would run on.
 
 Both interrupt Python code only (a loop in C ends first), and both need the main thread: in
 another thread the block runs unbounded and the caller checks the time after it returns.
@@ -19,6 +21,7 @@ once; each :func:`cpu_limit` block then only arms and disarms it. Blocks do not 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 import time
 
@@ -64,55 +67,51 @@ class _Timer:
         self.signal.setitimer(self.timer, 0)
 
 
+def _raise_in(thread_id, exc) -> None:
+    """Raise ``exc`` in thread ``thread_id`` at its next bytecode; ``None`` cancels a pending one."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
+
+
 class _Watchdog:
-    """One thread that polls the process' CPU time and interrupts the main thread once a
-    block's deadline has passed (armed only inside a block)."""
+    """One thread that polls the process' CPU time and raises CpuLimit in the main thread
+    once a block's deadline has passed (armed only inside a block)."""
 
     def __init__(self):
         self.lock, self.done = threading.Lock(), threading.Event()
         self.deadline: float | None = None
         self.fired = False
+        self.target = threading.main_thread().ident
         self.thread = threading.Thread(target=self._watch, name="cpu-limit watchdog", daemon=True)
         self.thread.start()
 
     def _watch(self) -> None:
-        import _thread
-
         while not self.done.wait(POLL_S):
             with self.lock:
                 if self.deadline is not None and time.process_time() > self.deadline:
                     self.deadline, self.fired = None, True
-                    _thread.interrupt_main()
+                    _raise_in(self.target, CpuLimit)
 
     def close(self) -> None:
         self.done.set()
         self.thread.join()
 
-    def _disarm(self) -> bool:
-        """Stop watching the block; True when the watchdog fired for it."""
-        with self.lock:
-            self.deadline = None
-            fired, self.fired = self.fired, False
-        return fired
-
     @contextlib.contextmanager
     def block(self, seconds: float):
         with self.lock:
             self.deadline, self.fired = time.process_time() + seconds, False
+        raised = False
         try:
             yield
-        except KeyboardInterrupt:
-            if self._disarm():
-                raise CpuLimit from None
-            raise  # a real Ctrl-C
+        except CpuLimit:
+            raised = True
+            raise
         finally:
-            fired = self._disarm()
-        if fired:  # it fired as the block ended: take the interrupt here, then refuse the block
-            try:
-                for _ in range(1000):
-                    time.sleep(0.001)
-            except KeyboardInterrupt:
-                pass
+            with self.lock:
+                self.deadline = None
+                fired, self.fired = self.fired, False
+                if fired:  # cancel a CpuLimit still pending (the block ended first)
+                    _raise_in(self.target, None)
+        if fired and not raised:  # it fired as the block ended: refuse the block all the same
             raise CpuLimit
 
 
