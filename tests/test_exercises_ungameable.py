@@ -18,7 +18,11 @@ the solution and requires it to pass. A candidate equal to the solution is skipp
 that equals a printed figure is reported by :func:`test_no_answer_is_printed_above_it`.
 
 The same run holds notebooks/INSTRUCTOR.md to what each notebook prints
-(:func:`test_the_guide_quotes_what_the_notebook_prints`).
+(:func:`test_the_guide_quotes_what_the_notebook_prints`), and checks the notebook's own figures
+after every cell (:func:`test_notebook_figures_keep_legends_off_the_data`, the hook of
+tests/test_widgets_notebook_figures.py): every notebook runs once for all of these, and
+the tests of one notebook share a worker (``xdist_group``; ``make unit`` runs
+``--dist loadgroup``).
 """
 from __future__ import annotations
 
@@ -224,8 +228,12 @@ def _execute(path: Path):
                                      resources={"metadata": {"path": str(NB_DIR)}})
     seen_text: list[str] = []
     seen_cells: list[int] = []
+    cells = list(nb.cells)   # (nbclient stores a probe cell at its index: each cell is put back as it runs)
     with client.setup_kernel():
-        for i, cell in enumerate(list(nb.cells)):
+        from tests.test_widgets_notebook_figures import HOOK
+        ok, out = _run(client, HOOK, 0)
+        assert ok, f"the figure hook did not load:\n{out}"
+        for i, cell in enumerate(cells):
             if i in exs:
                 ex = exs[i]
                 record = {"name": ex["name"], "gameable": {}, "printed_answer": {}}
@@ -255,7 +263,10 @@ def _execute(path: Path):
             if cell.cell_type == "markdown" or i not in exercise_cells:
                 seen_text.append(cell.source if cell.cell_type == "markdown" else _output_text(cell))
                 seen_cells.append(i)
-    _PRINTED[path.stem] = "\n".join(_output_text(c) for c in nb.cells if c.cell_type == "code")
+        _PRINTED[path.stem] = "\n".join(_output_text(c) for c in nb.cells if c.cell_type == "code")
+        ok, out = _run(client, "import json; print(json.dumps(_FIGURE_PROBLEMS))", len(cells) - 1)
+        assert ok, out
+        _FIGURES[path.stem] = json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -272,9 +283,12 @@ def solutions_env():
 
 _RESULTS: dict[str, list[dict]] = {}
 _PRINTED: dict[str, str] = {}     # everything a notebook printed in that run, by notebook
+_FIGURES: dict[str, list[str]] = {}   # the figure hook's findings in that run, by notebook
 
 
 TRACE_NOTEBOOKS = ("10",)   # as in the Makefile: they read the public traces
+#: One parameter per notebook; a notebook's tests run on one worker, which runs it once.
+ONE_RUN_EACH = [pytest.param(p, id=p.stem[:2], marks=pytest.mark.xdist_group(p.stem)) for p in NOTEBOOKS]
 
 
 def _records(path: Path) -> list[dict]:
@@ -293,19 +307,19 @@ def _records(path: Path) -> list[dict]:
     return _RESULTS[path.stem]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", ONE_RUN_EACH)
 def test_no_check_passes_a_copied_or_naive_answer(path, solutions_env):
     bad = {r["name"]: r["gameable"] for r in _records(path) if r["gameable"]}
     assert not bad, f"these answers pass checks they should fail: {bad}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", ONE_RUN_EACH)
 def test_no_answer_is_printed_above_it(path, solutions_env):
     printed = {r["name"]: r["printed_answer"] for r in _records(path) if r["printed_answer"]}
     assert not printed, f"the solution's value is printed above the exercise: {printed}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", ONE_RUN_EACH)
 def test_the_guide_quotes_what_the_notebook_prints(path, solutions_env):
     """INSTRUCTOR.md's figures for a notebook are the ones the notebook prints (or states in its
     own text or solutions), each statistic under its own name (tests/test_instructor.py,
@@ -357,9 +371,16 @@ def test_the_table_rule_catches_a_table_without_its_mean_or_tail():
     assert tables_missing_statistics(ok) == []
 
 
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem[:2] in COMPARISON_NOTEBOOKS],
+@pytest.mark.parametrize("path", [p for p in ONE_RUN_EACH if p.id in COMPARISON_NOTEBOOKS],
                          ids=lambda p: p.stem[:2])
 def test_every_p95_table_shows_the_mean_and_the_p999(path, solutions_env):
     _records(path)
     bad = tables_missing_statistics(_PRINTED[path.stem])
     assert not bad, f"{path.name}: tables with a p95 but no mean or p99.9 beside it: {bad}"
+
+
+@pytest.mark.parametrize("path", ONE_RUN_EACH)
+def test_notebook_figures_keep_legends_off_the_data(path, solutions_env):
+    _records(path)
+    found = _FIGURES[path.stem]
+    assert not found, f"{path.name}: " + "; ".join(found[:6])

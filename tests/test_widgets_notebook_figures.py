@@ -1,8 +1,9 @@
 """The notebooks' own figures (not the explorers') follow the layout rules of the style test.
 
-Each notebook runs top to bottom in a kernel (nbclient, ``MAGNUM_NB_SOLUTIONS=1`` as under
-nbval) with Agg as matplotlib's backend, so every figure stays open after its cell. After
-each cell a hook checks every open pyplot figure with
+:data:`HOOK` runs in a notebook's kernel (Agg as matplotlib's backend, so every figure
+stays open after its cell). The exercise harness (tests/test_exercises_ungameable.py) loads
+it in its one run of each notebook: ``test_notebook_figures_keep_legends_off_the_data``
+is there. After each cell the hook checks every open pyplot figure with
 ``tests.test_widgets_style.figure_layout_problems`` (no legend over a line or a point, no
 legend entry for a marker outside the axes), then closes it; and it checks the cell's
 value: a cell whose last expression is a matplotlib object echoes
@@ -23,8 +24,6 @@ nbformat = pytest.importorskip("nbformat")
 
 ROOT = Path(__file__).resolve().parents[1]
 NB_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
-NEEDS_TRACES = {"10_policy_arena"}
 
 HOOK = f"""
 import sys as _sys
@@ -77,13 +76,6 @@ def _run(path: Path) -> list[str]:
         os.environ.update(old)
     out = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
     return json.loads(out.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=[pytest.mark.needs_traces] if p.stem in NEEDS_TRACES else [],
-                                               id=p.stem) for p in NOTEBOOKS])
-def test_notebook_figures_keep_legends_off_the_data(path):
-    found = _run(path)
-    assert not found, f"{path.name}: " + "; ".join(found[:6])
 
 
 def test_the_hook_catches_an_echo_and_a_legend_over_points(tmp_path):
