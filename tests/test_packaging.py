@@ -230,7 +230,12 @@ def test_wheel_check_is_a_make_target_and_a_ci_step():
     assert re.search(r"^wheel-check:.*\n\t.*scripts/check_wheel\.py", makefile, re.M)
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     steps = [line.removeprefix("step ") for line in ci if line.startswith("step make ")]
-    assert steps == ["make lint", "make test", "make wheel-check", "make test-debug"]
+    assert steps == ["make lint", "make test", "make wheel-check-all", "make test-debug"]
+    # CI's wheel step is the compiled check, then the no-compiler wheel with the README's
+    # commands and every notebook under nbval (issue 20 §1), in one venv
+    rule = re.search(r"^wheel-check-all:.*?(?=^\S|\Z)", makefile, re.M | re.S).group(0)
+    assert rule.count("scripts/check_wheel.py") == 2
+    assert re.search(r"check_wheel\.py --venv \S+ --no-compiler --notebooks", rule), rule
 
 
 def test_the_debug_build_lives_apart_and_is_not_undone():
