@@ -24,6 +24,9 @@ A new field is one entry here (then ``python scripts/gen_replay_contract.py``) p
 """
 from __future__ import annotations
 
+from types import CodeType
+from typing import TypedDict
+
 import numpy as np
 
 from magnum_lib.base.validate import ParameterError
@@ -170,18 +173,35 @@ FAST_OWNED = (
     ("ucap", "Py_ssize_t"),                     # its capacity
 )
 
+
+
+class Kernel(TypedDict):
+    """One kernel's struct: its name, sizes, fields by kind, and the code groups and
+    constants its .pxi declares."""
+
+    struct: str
+    sizes: tuple[str, ...]
+    options: tuple[tuple[str, str], ...]
+    arrays: tuple[tuple[str, str, str, str | float], ...]
+    optional: tuple[str, ...]
+    state: tuple[tuple[str, str, int | float | None], ...]
+    owned: tuple[tuple[str, str], ...]
+    codes: tuple[str, ...]
+    constants: tuple[str, ...]
+
+
 #: The two structs: their name, fields and sizes, by kernel.
-KERNELS = {
-    "gavel_rounds": dict(struct="RoundsState", sizes=ROUNDS_SIZES, options=ROUNDS_OPTIONS, arrays=ROUNDS_ARRAYS,
-                         optional=ROUNDS_OPTIONAL, state=ROUNDS_STATE, owned=ROUNDS_OWNED,
-                         codes=("E",), constants=("NS_S", "NEVER", "EXACT", "LAG_NS")),
-    "fastloop": dict(struct="Ctx", sizes=FAST_SIZES, options=FAST_OPTIONS, arrays=FAST_ARRAYS,
-                     optional=FAST_OPTIONAL, state=FAST_STATE, owned=FAST_OWNED,
-                     codes=("K", "BY"), constants=("NS_S", "LAS_OFF")),
+KERNELS: dict[str, Kernel] = {
+    "gavel_rounds": Kernel(struct="RoundsState", sizes=ROUNDS_SIZES, options=ROUNDS_OPTIONS, arrays=ROUNDS_ARRAYS,
+                           optional=ROUNDS_OPTIONAL, state=ROUNDS_STATE, owned=ROUNDS_OWNED,
+                           codes=("E",), constants=("NS_S", "NEVER", "EXACT", "LAG_NS")),
+    "fastloop": Kernel(struct="Ctx", sizes=FAST_SIZES, options=FAST_OPTIONS, arrays=FAST_ARRAYS,
+                       optional=FAST_OPTIONAL, state=FAST_STATE, owned=FAST_OWNED,
+                       codes=("K", "BY"), constants=("NS_S", "LAS_OFF")),
 }
 SHARED_CODES = ("JOB",)
 
-_RULES: dict[str, object] = {}
+_RULES: dict[str, CodeType] = {}  # the length rules, compiled once
 
 
 def codes(prefix: str) -> list[tuple[str, int]]:
