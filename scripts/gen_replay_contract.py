@@ -37,7 +37,7 @@ def _literal(ctype: str, value) -> str:
 def _struct(c, spec) -> list[str]:
     out = [f"cdef struct {spec['struct']}:", "    # options (set by name: _set_options)"]
     out += [f"    {ctype} {name}" for name, ctype in spec["options"]]
-    out.append("    # arrays (checked by contract.check_arrays and bound by name: _bind_arrays)")
+    out.append("    # arrays (given ones checked by contract.check_given; bound by name: _bind_arrays)")
     for name, dtype, rule, fill in spec["arrays"]:
         decl = f"{'const ' if fill == c.IN else ''}{CTYPES[dtype]}* {name}"
         out.append(f"    {decl:<32}# {rule}")
@@ -52,10 +52,10 @@ def _struct(c, spec) -> list[str]:
 def _functions(kernel: str, c, spec) -> list[str]:
     struct = spec["struct"]
     names = tuple(name for name, _ in spec["options"])
-    out = ["", "", *_tuple("OPTIONS", names), "", "",
+    out = ["", "", *_tuple("OPTIONS", names), "_OPTION_SET = frozenset(OPTIONS)", "", "",
            f"cdef int _set_options({struct}* s, dict options) except -1:",
            '    """Set every option of ``s`` from ``options`` (by name, each exactly once)."""',
-           "    if sorted(options) != sorted(OPTIONS):",
+           "    if options.keys() != _OPTION_SET:",
            f"        raise ParameterError(\"options\", f\"{struct} options: got {{sorted(options)}}\")"]
     for name, ctype in spec["options"]:
         if ctype == "PyObject*":
@@ -63,16 +63,19 @@ def _functions(kernel: str, c, spec) -> list[str]:
         else:
             out.append(f"    s.{name} = options[{name!r}]")
     out += ["    return 0", "", "",
-            f"cdef list _bind_arrays({struct}* s, dict arrays, dict sizes):",
-            '    """Check ``arrays`` by the contract, then point the arrays of ``s`` at them (the list',
-            '    returned keeps them alive)."""',
-            f"    check_arrays({kernel!r}, arrays, sizes)"]
+            f"cdef list _bind_arrays({struct}* s, dict given, dict sizes):",
+            '    """Check the ``given`` arrays by the contract, make the others, and point the arrays',
+            '    of ``s`` at them all (the list returned keeps them alive)."""',
+            f"    check_given({kernel!r}, given, sizes)",
+            f"    arrays = new_arrays({kernel!r}, sizes)",
+            "    arrays.update(given)"]
     for name, dtype, _, fill in spec["arrays"]:
         cast = f"<{'const ' if fill == c.IN else ''}{CTYPES[dtype]}*>"
-        value = f"{cast} <uintptr_t> arrays[{name!r}].ctypes.data"
-        if name in spec["optional"]:
-            value += f" if arrays[{name!r}] is not None else NULL"
-        out.append(f"    s.{name} = {value}")
+        value = f"{cast} cnp.PyArray_DATA(<cnp.ndarray> arrays[{name!r}])"
+        if name in spec["optional"]:      # None: NULL
+            out += [f"    s.{name} = NULL", f"    if arrays[{name!r}] is not None:", f"        s.{name} = {value}"]
+        else:
+            out.append(f"    s.{name} = {value}")
     out += ["    return list(arrays.values())", "", "",
             f"cdef void _init_state({struct}* s) noexcept nogil:",
             '    """The loop\'s scalars before the first event."""']
@@ -90,7 +93,8 @@ def render(kernel: str) -> str:
            f"# The codes, constants and state struct of _{kernel}.pyx, and the functions that fill the",
            "# struct by name. Needs the C types it names cimported before the include.", "",
            "from magnum_lib.base.validate import ParameterError",
-           "from magnum_lib.replay.contract import check_arrays", ""]
+           "from magnum_lib.replay.contract import check_given, new_arrays", "",
+           "cimport numpy as cnp", "", "cnp.import_array()", ""]
     for prefix in c.SHARED_CODES + spec["codes"]:
         out.append("cdef enum:")
         out += [f"    {name} = {value}" for name, value in c.codes(prefix)]

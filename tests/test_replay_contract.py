@@ -13,7 +13,7 @@ import pytest
 
 from magnum_lib.base.validate import ParameterError
 from magnum_lib.replay import contract
-from magnum_lib.replay.contract import KERNELS, check_arrays, new_arrays
+from magnum_lib.replay.contract import KERNELS, check_given, new_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY = ROOT / "src" / "magnum_lib" / "replay"
@@ -107,67 +107,66 @@ def test_new_arrays_by_the_rules():
     assert contract.length("max(nlim, 1)", dict(nlim=0)) == 1
 
 
-def _full_fastloop(n=4, total=10):
+def _given_fastloop(n=4, total=10):
     sizes = dict(n=n, total=total, nb=2, nlim=0)
-    arrays = new_arrays("fastloop", sizes)
-    for name, dtype, rule, fill in contract.FAST_ARRAYS:
-        if fill in (contract.IN, contract.GIVEN):
-            arrays[name] = np.zeros(contract.length(rule, sizes), dtype)
-    return arrays, sizes
+    given = {name: np.zeros(contract.length(rule, sizes), dtype)
+             for name, dtype, rule, fill in contract.FAST_ARRAYS if fill in (contract.IN, contract.GIVEN)}
+    return given, sizes
 
 
-def test_check_arrays_refuses_what_the_contract_does_not_allow():
-    arrays, sizes = _full_fastloop()
-    check_arrays("fastloop", arrays, sizes)
-    bad = {"dtype": dict(arrays, key=arrays["key"].astype(np.int32)),
-           "length": dict(arrays, run=arrays["run"][:-1].copy()),
-           "layout": dict(arrays, ovh=np.zeros(8, np.int64)[::2]),
-           "not numpy": dict(arrays, q=[0] * 4)}
+def test_check_given_refuses_what_the_contract_does_not_allow():
+    given, sizes = _given_fastloop()
+    check_given("fastloop", given, sizes)
+    bad = {"dtype": dict(given, rem=given["rem"].astype(np.int32)),
+           "length": dict(given, start=given["start"][:-1].copy()),
+           "layout": dict(given, finish=np.zeros(8, np.int64)[::2]),
+           "not numpy": dict(given, att=[0] * 4)}
     for why, a in bad.items():
         with pytest.raises(ParameterError, match=r"Ctx\.\w+ must be") as e:
-            check_arrays("fastloop", a, sizes)
-        assert e.value.name in ("key", "run", "ovh", "q"), why
-    ro = arrays["rem"].copy()
+            check_given("fastloop", a, sizes)
+        assert e.value.name == {"dtype": "rem", "length": "start", "layout": "finish", "not numpy": "att"}[why]
+    ro = given["rem"].copy()
     ro.flags.writeable = False
     with pytest.raises(ParameterError, match="rem"):
-        check_arrays("fastloop", dict(arrays, rem=ro), sizes)
-    ro_in = arrays["submit"].copy()
+        check_given("fastloop", dict(given, rem=ro), sizes)
+    ro_in = given["submit"].copy()
     ro_in.flags.writeable = False
-    check_arrays("fastloop", dict(arrays, submit=ro_in), sizes)      # read only: fine
-    with pytest.raises(ParameterError, match=r"missing \['tmp'\]"):
-        check_arrays("fastloop", {k: v for k, v in arrays.items() if k != "tmp"}, sizes)
-    with pytest.raises(ParameterError, match=r"unknown \['extra'\]"):
-        check_arrays("fastloop", dict(arrays, extra=np.zeros(1)), sizes)
+    check_given("fastloop", dict(given, submit=ro_in), sizes)      # read only: fine
+    with pytest.raises(ParameterError, match=r"missing \['lim'\]"):
+        check_given("fastloop", {k: v for k, v in given.items() if k != "lim"}, sizes)
+    with pytest.raises(ParameterError, match=r"unknown \['tmp'\]"):
+        check_given("fastloop", dict(given, tmp=np.zeros(15, np.int64)), sizes)   # the contract makes it
     with pytest.raises(ParameterError, match="submit"):
-        check_arrays("fastloop", dict(arrays, submit=None), sizes)   # only wf_thr may be None
+        check_given("fastloop", dict(given, submit=None), sizes)   # only wf_thr may be None
 
 
 # -- the compiled wrappers hand over exactly the contract's arrays -------------------------
-def test_the_rounds_wrapper_builds_what_the_contract_says():
+def test_the_rounds_wrapper_gives_what_the_contract_says():
     g = pytest.importorskip("magnum_lib.replay._gavel_rounds")
     n, T = 5, 2
     x = g._checked(np.arange(n) * 10, np.full(n, 7), np.ones(n, np.int64), np.ones((n, T)), np.ones((n, T)),
                    np.full(n, 3.0), np.array([2, 2]), np.array([1, 0]), True, 1.0, 2.0, 0, lambda ids: None,
                    None, None)
-    m = n
-    out = dict(first_start=np.full(m, -1, np.int64), finish=np.full(m, -1, np.int64),
-               preemptions=np.zeros(m, np.int64), held=np.zeros(m, np.int64), status=np.zeros(m, np.int8))
-    arrays = g._arrays(x, out, n, T)
-    check_arrays("gavel_rounds", arrays, dict(n=n, m=m, T=T))
-    assert arrays["wf_thr"] is None and arrays["status"] is out["status"]
-    empty = g._arrays(g._checked([], [], [], np.ones((0, 1)), np.ones((0, 1)), [], [3], [0], True, 1.0, 2.0, 0,
-                                 None, None, None),
-                      {k: v[:1] for k, v in out.items()}, 0, 1)
-    check_arrays("gavel_rounds", empty, dict(n=0, m=1, T=1))
+    out = dict(first_start=np.full(n, -1, np.int64), finish=np.full(n, -1, np.int64),
+               preemptions=np.zeros(n, np.int64), held=np.zeros(n, np.int64), status=np.zeros(n, np.int8))
+    given = g._given(x, out, n, T)
+    check_given("gavel_rounds", given, dict(n=n, m=n, T=T))
+    assert given["wf_thr"] is None and given["status"] is out["status"]
+    empty = g._given(g._checked([], [], [], np.ones((0, 1)), np.ones((0, 1)), [], [3], [0], True, 1.0, 2.0, 0,
+                                None, None, None),
+                     {k: v[:1] for k, v in out.items()}, 0, 1)
+    check_given("gavel_rounds", empty, dict(n=0, m=1, T=1))
+    with pytest.raises(ParameterError, match="RoundsState.steps_left"):
+        check_given("gavel_rounds", dict(given, steps_left=given["steps_left"][:-1].copy()), dict(n=n, m=n, T=T))
 
 
-def test_the_fastloop_wrapper_builds_what_the_contract_says():
+def test_the_fastloop_wrapper_gives_what_the_contract_says():
     f = pytest.importorskip("magnum_lib.replay._fastloop")
     sub, wrk, gp = np.arange(6, dtype=np.int64), np.full(6, 9, np.int64), np.array([1, 2, 1, 4, 2, 1], np.int64)
     out = dict(first_start=np.full(6, -1, np.int64), finish=np.full(6, -1, np.int64),
                preemptions=np.zeros(6, np.int64), held=np.zeros(6, np.int64))
     for lim in (np.zeros(0, np.int64), np.array([5, 50], np.int64)):
-        arrays, sizes = f._arrays(sub, wrk, gp, lim, out, 8)
+        given, sizes = f._given(sub, wrk, gp, lim, out, 8)
         assert sizes == dict(n=6, total=8, nb=3, nlim=lim.size)
-        check_arrays("fastloop", arrays, sizes)
-        assert list(arrays["bsize"]) == [1, 2, 4] and list(arrays["bucket_of"]) == [0, 1, 0, 2, 1, 0]
+        check_given("fastloop", given, sizes)
+        assert list(given["bsize"]) == [1, 2, 4] and list(given["bucket_of"]) == [0, 1, 0, 2, 1, 0]

@@ -14,7 +14,7 @@ GPU) are a small array kept in rank order. Stale heap entries (LAS promotions) a
 dropped lazily by comparing with the job's current key.
 """
 from libc.math cimport ceil
-from libc.stdint cimport int8_t, int64_t, uintptr_t
+from libc.stdint cimport int8_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from magnum_lib.base._growth cimport grow_array, no_memory
@@ -22,7 +22,7 @@ from magnum_lib.base._heap cimport Heap, heap_drop, heap_init, heap_push_keyed
 
 import numpy as np
 
-from magnum_lib.replay.contract import BY, KINDS, new_arrays
+from magnum_lib.replay.contract import BY, KINDS
 
 # The codes, constants and Ctx (every field with its C type) with the functions that fill it
 # by name: generated from replay/contract.py by scripts/gen_replay_contract.py.
@@ -434,17 +434,16 @@ def _check_jobs(const int64_t[::1] sub, const int64_t[::1] wrk, const int64_t[::
         raise ValueError("work_ns must be >= 1")
 
 
-def _arrays(sub, wrk, gp, lim, dict out, int64_t total):
-    """Setup step 3: every array of the loop's state by name, new (by the contract) or given
-    (the jobs, the LAS limits, the GPU-count buckets, ``out``'s); and the sizes."""
+def _given(sub, wrk, gp, lim, dict out, int64_t total):
+    """Setup step 3: the arrays the loop's state is given, by name (the jobs, the LAS limits,
+    the GPU-count buckets, ``out``'s; the contract makes the others), and the sizes."""
     bsize, bucket_of = np.unique(gp, return_inverse=True)
     sizes = dict(n=sub.shape[0], total=total, nb=bsize.size, nlim=lim.size)
-    arrays = new_arrays("fastloop", sizes)
-    arrays.update(submit=sub, work=wrk, gpus=gp, lim=np.ascontiguousarray(lim) if lim.size else np.zeros(1, np.int64),
-                  bucket_of=np.ascontiguousarray(bucket_of, dtype=np.int64),
-                  bsize=np.ascontiguousarray(bsize, dtype=np.int64), rem=np.array(wrk, dtype=np.int64),
-                  start=out["first_start"], finish=out["finish"], preempts=out["preemptions"], att=out["held"])
-    return arrays, sizes
+    given = dict(submit=sub, work=wrk, gpus=gp, lim=np.ascontiguousarray(lim) if lim.size else np.zeros(1, np.int64),
+                 bucket_of=np.ascontiguousarray(bucket_of, dtype=np.int64),
+                 bsize=np.ascontiguousarray(bsize, dtype=np.int64), rem=np.array(wrk, dtype=np.int64),
+                 start=out["first_start"], finish=out["finish"], preempts=out["preemptions"], att=out["held"])
+    return given, sizes
 
 
 cdef bint _ctx_alloc(Ctx* c) noexcept nogil:
@@ -497,10 +496,10 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
                preemptions=np.zeros(n, np.int64), held=np.zeros(n, np.int64))
     if n == 0:
         return dict(out, util_t=np.zeros(0, np.int64), util_busy=np.zeros(0))
-    arrays, sizes = _arrays(sub, wrk, gp, codes["lim"], out, total)
+    given, sizes = _given(sub, wrk, gp, codes["lim"], out, total)
     cdef Ctx c
     cdef int rc
-    keep = _bind_arrays(&c, arrays, sizes)
+    keep = _bind_arrays(&c, given, sizes)
     _set_options(&c, dict(n=n, kind=codes["kind"], by=codes["by"], sjf_pre=codes["sjf_pre"], total=total,
                           restore=int(restore_ns), nlim=sizes["nlim"], knob=codes["knob"], tjump=codes["tjump"],
                           nb=sizes["nb"]))

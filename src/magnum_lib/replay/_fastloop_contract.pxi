@@ -3,7 +3,11 @@
 # struct by name. Needs the C types it names cimported before the include.
 
 from magnum_lib.base.validate import ParameterError
-from magnum_lib.replay.contract import check_arrays
+from magnum_lib.replay.contract import check_given, new_arrays
+
+cimport numpy as cnp
+
+cnp.import_array()
 
 cdef enum:
     JOB_NEW = 0
@@ -39,7 +43,7 @@ cdef struct Ctx:
     double knob
     bint tjump
     Py_ssize_t nb
-    # arrays (checked by contract.check_arrays and bound by name: _bind_arrays)
+    # arrays (given ones checked by contract.check_given; bound by name: _bind_arrays)
     const int64_t* submit           # n
     const int64_t* work             # n
     const int64_t* gpus             # n
@@ -82,11 +86,12 @@ cdef struct Ctx:
 OPTIONS = (
     'n', 'kind', 'by', 'sjf_pre', 'total', 'restore', 'nlim', 'knob', 'tjump', 'nb',
 )
+_OPTION_SET = frozenset(OPTIONS)
 
 
 cdef int _set_options(Ctx* s, dict options) except -1:
     """Set every option of ``s`` from ``options`` (by name, each exactly once)."""
-    if sorted(options) != sorted(OPTIONS):
+    if options.keys() != _OPTION_SET:
         raise ParameterError("options", f"Ctx options: got {sorted(options)}")
     s.n = options['n']
     s.kind = options['kind']
@@ -101,34 +106,36 @@ cdef int _set_options(Ctx* s, dict options) except -1:
     return 0
 
 
-cdef list _bind_arrays(Ctx* s, dict arrays, dict sizes):
-    """Check ``arrays`` by the contract, then point the arrays of ``s`` at them (the list
-    returned keeps them alive)."""
-    check_arrays('fastloop', arrays, sizes)
-    s.submit = <const int64_t*> <uintptr_t> arrays['submit'].ctypes.data
-    s.work = <const int64_t*> <uintptr_t> arrays['work'].ctypes.data
-    s.gpus = <const int64_t*> <uintptr_t> arrays['gpus'].ctypes.data
-    s.lim = <const int64_t*> <uintptr_t> arrays['lim'].ctypes.data
-    s.bucket_of = <const int64_t*> <uintptr_t> arrays['bucket_of'].ctypes.data
-    s.bsize = <const int64_t*> <uintptr_t> arrays['bsize'].ctypes.data
-    s.rem = <int64_t*> <uintptr_t> arrays['rem'].ctypes.data
-    s.start = <int64_t*> <uintptr_t> arrays['start'].ctypes.data
-    s.finish = <int64_t*> <uintptr_t> arrays['finish'].ctypes.data
-    s.preempts = <int64_t*> <uintptr_t> arrays['preempts'].ctypes.data
-    s.att = <int64_t*> <uintptr_t> arrays['att'].ctypes.data
-    s.status = <int8_t*> <uintptr_t> arrays['status'].ctypes.data
-    s.ovh = <int64_t*> <uintptr_t> arrays['ovh'].ctypes.data
-    s.key = <int64_t*> <uintptr_t> arrays['key'].ctypes.data
-    s.q = <int64_t*> <uintptr_t> arrays['q'].ctypes.data
-    s.seq = <int64_t*> <uintptr_t> arrays['seq'].ctypes.data
-    s.base = <int64_t*> <uintptr_t> arrays['base'].ctypes.data
-    s.starve = <int64_t*> <uintptr_t> arrays['starve'].ctypes.data
-    s.in_starv = <int8_t*> <uintptr_t> arrays['in_starv'].ctypes.data
-    s.dem_t = <int64_t*> <uintptr_t> arrays['dem_t'].ctypes.data
-    s.run = <int64_t*> <uintptr_t> arrays['run'].ctypes.data
-    s.tmp = <int64_t*> <uintptr_t> arrays['tmp'].ctypes.data
-    s.tmp2 = <int64_t*> <uintptr_t> arrays['tmp2'].ctypes.data
-    s.starv = <int64_t*> <uintptr_t> arrays['starv'].ctypes.data
+cdef list _bind_arrays(Ctx* s, dict given, dict sizes):
+    """Check the ``given`` arrays by the contract, make the others, and point the arrays
+    of ``s`` at them all (the list returned keeps them alive)."""
+    check_given('fastloop', given, sizes)
+    arrays = new_arrays('fastloop', sizes)
+    arrays.update(given)
+    s.submit = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['submit'])
+    s.work = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['work'])
+    s.gpus = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['gpus'])
+    s.lim = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['lim'])
+    s.bucket_of = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['bucket_of'])
+    s.bsize = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['bsize'])
+    s.rem = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rem'])
+    s.start = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['start'])
+    s.finish = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['finish'])
+    s.preempts = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['preempts'])
+    s.att = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['att'])
+    s.status = <int8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['status'])
+    s.ovh = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ovh'])
+    s.key = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['key'])
+    s.q = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['q'])
+    s.seq = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['seq'])
+    s.base = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['base'])
+    s.starve = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['starve'])
+    s.in_starv = <int8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['in_starv'])
+    s.dem_t = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['dem_t'])
+    s.run = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['run'])
+    s.tmp = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['tmp'])
+    s.tmp2 = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['tmp2'])
+    s.starv = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['starv'])
     return list(arrays.values())
 
 

@@ -22,14 +22,12 @@ calls it through ``gavel_rounds.run_compiled``).
 """
 from cpython.ref cimport PyObject
 from libc.math cimport ceil, rint, isfinite
-from libc.stdint cimport int64_t, int8_t, uint8_t, uintptr_t
+from libc.stdint cimport int64_t, int8_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from magnum_lib.base._growth cimport grow_array, no_memory
 
 import numpy as np
-
-from magnum_lib.replay.contract import new_arrays
 
 # The codes, constants and RoundsState (every field with its C type) with the functions that
 # fill it by name: generated from replay/contract.py by scripts/gen_replay_contract.py.
@@ -841,11 +839,10 @@ def _checked(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, ty
     return dict(sub=sub, wrk=wrk, gp=gp, ng=ng, sp=sp_np, thr=thr_np, sl=sl_np, tord=tord, wf=wf_np, rns=rns)
 
 
-def _arrays(dict x, dict out, Py_ssize_t n, Py_ssize_t T):
-    """Setup step 2: every array of the state by name, new (by the contract) or given (the
-    inputs, ``out``'s; placeholders of one item when there are no jobs)."""
-    arrays = new_arrays("gavel_rounds", dict(n=n, m=n if n > 0 else 1, T=T))
-    arrays.update(
+def _given(dict x, dict out, Py_ssize_t n, Py_ssize_t T):
+    """Setup step 2: the arrays the state is given, by name: the inputs and ``out``'s
+    (placeholders of one item when there are no jobs); the contract makes the others."""
+    return dict(
         submit=x["sub"] if n else np.zeros(1, np.int64), gpus=x["gp"] if n else np.ones(1, np.int64),
         speed=x["sp"] if n else np.ones((1, T)), thr=x["thr"] if n else np.ones((1, T)),
         N=x["ng"], type_order=x["tord"],
@@ -854,7 +851,6 @@ def _arrays(dict x, dict out, Py_ssize_t n, Py_ssize_t T):
         free_t=np.array(x["ng"], dtype=np.int64), steps_left=x["sl"] if n else np.zeros(1),
         status=out["status"], first=out["first_start"], fin=out["finish"], pre=out["preemptions"],
         held=out["held"])
-    return arrays
 
 
 cdef void _waterfill_coefficients(RoundsState* s) noexcept nogil:
@@ -904,7 +900,7 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
                preemptions=np.zeros(m, np.int64), held=np.zeros(m, np.int64), status=np.zeros(m, np.int8))
     errbox, holder = [], [None]
     cdef RoundsState s
-    keep = _bind_arrays(&s, _arrays(x, out, n, T), dict(n=n, m=m, T=T))
+    keep = _bind_arrays(&s, _given(x, out, n, T), dict(n=n, m=m, T=T))
     _set_options(&s, dict(n=n, T=T, fifo=fifo, iteration_s=iteration_s, reset_s=reset_s, half=iteration_s / 2.0,
                           restore_ns=x["rns"], last_submit=x["sub"][n - 1] if n else 0,   # (step 3)
                           allocate=allocate, permute=permute, errbox=errbox, holder=holder))

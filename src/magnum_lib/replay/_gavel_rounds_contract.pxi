@@ -3,7 +3,11 @@
 # struct by name. Needs the C types it names cimported before the include.
 
 from magnum_lib.base.validate import ParameterError
-from magnum_lib.replay.contract import check_arrays
+from magnum_lib.replay.contract import check_given, new_arrays
+
+cimport numpy as cnp
+
+cnp.import_array()
 
 cdef enum:
     JOB_NEW = 0
@@ -39,7 +43,7 @@ cdef struct RoundsState:
     PyObject* permute
     PyObject* errbox
     PyObject* holder
-    # arrays (checked by contract.check_arrays and bound by name: _bind_arrays)
+    # arrays (given ones checked by contract.check_given; bound by name: _bind_arrays)
     const int64_t* submit           # m
     const int64_t* gpus             # m
     const double* speed             # m * T
@@ -133,11 +137,12 @@ OPTIONS = (
     'n', 'T', 'fifo', 'iteration_s', 'reset_s', 'half', 'restore_ns', 'last_submit', 'allocate', 'permute',
     'errbox', 'holder',
 )
+_OPTION_SET = frozenset(OPTIONS)
 
 
 cdef int _set_options(RoundsState* s, dict options) except -1:
     """Set every option of ``s`` from ``options`` (by name, each exactly once)."""
-    if sorted(options) != sorted(OPTIONS):
+    if options.keys() != _OPTION_SET:
         raise ParameterError("options", f"RoundsState options: got {sorted(options)}")
     s.n = options['n']
     s.T = options['T']
@@ -154,72 +159,76 @@ cdef int _set_options(RoundsState* s, dict options) except -1:
     return 0
 
 
-cdef list _bind_arrays(RoundsState* s, dict arrays, dict sizes):
-    """Check ``arrays`` by the contract, then point the arrays of ``s`` at them (the list
-    returned keeps them alive)."""
-    check_arrays('gavel_rounds', arrays, sizes)
-    s.submit = <const int64_t*> <uintptr_t> arrays['submit'].ctypes.data
-    s.gpus = <const int64_t*> <uintptr_t> arrays['gpus'].ctypes.data
-    s.speed = <const double*> <uintptr_t> arrays['speed'].ctypes.data
-    s.thr = <const double*> <uintptr_t> arrays['thr'].ctypes.data
-    s.N = <const int64_t*> <uintptr_t> arrays['N'].ctypes.data
-    s.type_order = <const int64_t*> <uintptr_t> arrays['type_order'].ctypes.data
-    s.wf_thr = <const double*> <uintptr_t> arrays['wf_thr'].ctypes.data if arrays['wf_thr'] is not None else NULL
-    s.rem = <int64_t*> <uintptr_t> arrays['rem'].ctypes.data
-    s.free_t = <int64_t*> <uintptr_t> arrays['free_t'].ctypes.data
-    s.steps_left = <double*> <uintptr_t> arrays['steps_left'].ctypes.data
-    s.status = <int8_t*> <uintptr_t> arrays['status'].ctypes.data
-    s.first = <int64_t*> <uintptr_t> arrays['first'].ctypes.data
-    s.fin = <int64_t*> <uintptr_t> arrays['fin'].ctypes.data
-    s.pre = <int64_t*> <uintptr_t> arrays['pre'].ctypes.data
-    s.held = <int64_t*> <uintptr_t> arrays['held'].ctypes.data
-    s.wf_a = <double*> <uintptr_t> arrays['wf_a'].ctypes.data
-    s.wf_frozen = <uint8_t*> <uintptr_t> arrays['wf_frozen'].ctypes.data
-    s.overhead = <int64_t*> <uintptr_t> arrays['overhead'].ctypes.data
-    s.erate = <double*> <uintptr_t> arrays['erate'].ctypes.data
-    s.jtype = <int64_t*> <uintptr_t> arrays['jtype'].ctypes.data
-    s.running = <int64_t*> <uintptr_t> arrays['running'].ctypes.data
-    s.run_pos = <int64_t*> <uintptr_t> arrays['run_pos'].ctypes.data
-    s.ran = <double*> <uintptr_t> arrays['ran'].ctypes.data
-    s.ran_all = <double*> <uintptr_t> arrays['ran_all'].ctypes.data
-    s.deficit = <double*> <uintptr_t> arrays['deficit'].ctypes.data
-    s.alloc = <double*> <uintptr_t> arrays['alloc'].ctypes.data
-    s.in_alloc = <uint8_t*> <uintptr_t> arrays['in_alloc'].ctypes.data
-    s.act_flag = <uint8_t*> <uintptr_t> arrays['act_flag'].ctypes.data
-    s.active = <int64_t*> <uintptr_t> arrays['active'].ctypes.data
-    s.fifo_in = <uint8_t*> <uintptr_t> arrays['fifo_in'].ctypes.data
-    s.fifo_ids = <int64_t*> <uintptr_t> arrays['fifo_ids'].ctypes.data
-    s.fifo_tmp = <int64_t*> <uintptr_t> arrays['fifo_tmp'].ctypes.data
-    s.queue_tmp = <int64_t*> <uintptr_t> arrays['queue_tmp'].ctypes.data
-    s.in_round = <uint8_t*> <uintptr_t> arrays['in_round'].ctypes.data
-    s.is_last = <uint8_t*> <uintptr_t> arrays['is_last'].ctypes.data
-    s.rj_end = <int64_t*> <uintptr_t> arrays['rj_end'].ctypes.data
-    s.rs_type = <int64_t*> <uintptr_t> arrays['rs_type'].ctypes.data
-    s.rs_steps = <double*> <uintptr_t> arrays['rs_steps'].ctypes.data
-    s.rs_end = <double*> <uintptr_t> arrays['rs_end'].ctypes.data
-    s.rlist = <int64_t*> <uintptr_t> arrays['rlist'].ctypes.data
-    s.ent_j = <int64_t*> <uintptr_t> arrays['ent_j'].ctypes.data
-    s.ent_p = <double*> <uintptr_t> arrays['ent_p'].ctypes.data
-    s.ent_d = <double*> <uintptr_t> arrays['ent_d'].ctypes.data
-    s.ent_a = <double*> <uintptr_t> arrays['ent_a'].ctypes.data
-    s.idx = <int64_t*> <uintptr_t> arrays['idx'].ctypes.data
-    s.idx2 = <int64_t*> <uintptr_t> arrays['idx2'].ctypes.data
-    s.runs = <Py_ssize_t*> <uintptr_t> arrays['runs'].ctypes.data
-    s.ord = <int64_t*> <uintptr_t> arrays['ord'].ctypes.data
-    s.nord = <Py_ssize_t*> <uintptr_t> arrays['nord'].ctypes.data
-    s.ord_upto = <Py_ssize_t*> <uintptr_t> arrays['ord_upto'].ctypes.data
-    s.moved = <uint8_t*> <uintptr_t> arrays['moved'].ctypes.data
-    s.mv = <int64_t*> <uintptr_t> arrays['mv'].ctypes.data
-    s.left = <int64_t*> <uintptr_t> arrays['left'].ctypes.data
-    s.taken = <uint8_t*> <uintptr_t> arrays['taken'].ctypes.data
-    s.cj = <int64_t*> <uintptr_t> arrays['cj'].ctypes.data
-    s.ct = <int64_t*> <uintptr_t> arrays['ct'].ctypes.data
-    s.cr = <uint8_t*> <uintptr_t> arrays['cr'].ctypes.data
-    s.run_type = <int64_t*> <uintptr_t> arrays['run_type'].ctypes.data
-    s.order = <int64_t*> <uintptr_t> arrays['order'].ctypes.data
-    s.dpre = <int64_t*> <uintptr_t> arrays['dpre'].ctypes.data
-    s.dstart = <int64_t*> <uintptr_t> arrays['dstart'].ctypes.data
-    s.dstype = <int64_t*> <uintptr_t> arrays['dstype'].ctypes.data
+cdef list _bind_arrays(RoundsState* s, dict given, dict sizes):
+    """Check the ``given`` arrays by the contract, make the others, and point the arrays
+    of ``s`` at them all (the list returned keeps them alive)."""
+    check_given('gavel_rounds', given, sizes)
+    arrays = new_arrays('gavel_rounds', sizes)
+    arrays.update(given)
+    s.submit = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['submit'])
+    s.gpus = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['gpus'])
+    s.speed = <const double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['speed'])
+    s.thr = <const double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['thr'])
+    s.N = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['N'])
+    s.type_order = <const int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['type_order'])
+    s.wf_thr = NULL
+    if arrays['wf_thr'] is not None:
+        s.wf_thr = <const double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['wf_thr'])
+    s.rem = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rem'])
+    s.free_t = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['free_t'])
+    s.steps_left = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['steps_left'])
+    s.status = <int8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['status'])
+    s.first = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['first'])
+    s.fin = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['fin'])
+    s.pre = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['pre'])
+    s.held = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['held'])
+    s.wf_a = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['wf_a'])
+    s.wf_frozen = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['wf_frozen'])
+    s.overhead = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['overhead'])
+    s.erate = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['erate'])
+    s.jtype = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['jtype'])
+    s.running = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['running'])
+    s.run_pos = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['run_pos'])
+    s.ran = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ran'])
+    s.ran_all = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ran_all'])
+    s.deficit = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['deficit'])
+    s.alloc = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['alloc'])
+    s.in_alloc = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['in_alloc'])
+    s.act_flag = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['act_flag'])
+    s.active = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['active'])
+    s.fifo_in = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['fifo_in'])
+    s.fifo_ids = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['fifo_ids'])
+    s.fifo_tmp = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['fifo_tmp'])
+    s.queue_tmp = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['queue_tmp'])
+    s.in_round = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['in_round'])
+    s.is_last = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['is_last'])
+    s.rj_end = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rj_end'])
+    s.rs_type = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rs_type'])
+    s.rs_steps = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rs_steps'])
+    s.rs_end = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rs_end'])
+    s.rlist = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['rlist'])
+    s.ent_j = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ent_j'])
+    s.ent_p = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ent_p'])
+    s.ent_d = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ent_d'])
+    s.ent_a = <double*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ent_a'])
+    s.idx = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['idx'])
+    s.idx2 = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['idx2'])
+    s.runs = <Py_ssize_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['runs'])
+    s.ord = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ord'])
+    s.nord = <Py_ssize_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['nord'])
+    s.ord_upto = <Py_ssize_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ord_upto'])
+    s.moved = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['moved'])
+    s.mv = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['mv'])
+    s.left = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['left'])
+    s.taken = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['taken'])
+    s.cj = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['cj'])
+    s.ct = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['ct'])
+    s.cr = <uint8_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['cr'])
+    s.run_type = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['run_type'])
+    s.order = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['order'])
+    s.dpre = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['dpre'])
+    s.dstart = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['dstart'])
+    s.dstype = <int64_t*> cnp.PyArray_DATA(<cnp.ndarray> arrays['dstype'])
     return list(arrays.values())
 
 

@@ -15,8 +15,8 @@ Each struct's fields, by how the wrapper fills them:
 - ``*_ARRAYS``: ``(name, dtype, length rule, fill)``: arrays the wrapper hands over. The
   rule is a Python expression over the sizes (``*_SIZES``); ``fill`` is ``IN`` (given,
   read only: a ``const`` pointer), ``GIVEN`` (given, written by the kernel) or a number
-  (a new array of that value, made by :func:`new_arrays`). :func:`check_arrays` checks
-  each array's dtype, layout and length before the nogil loop.
+  (a new array of that value, made by :func:`new_arrays`). :func:`check_given` checks
+  each given array's dtype, layout and length before the nogil loop.
 - ``*_STATE``: ``(name, C type, initial value)``: scalars the loop keeps, set before it.
 - ``*_OWNED``: ``(name, C type)``: memory the kernel allocates and frees itself.
 
@@ -202,6 +202,8 @@ KERNELS: dict[str, Kernel] = {
 SHARED_CODES = ("JOB",)
 
 _RULES: dict[str, CodeType] = {}  # the length rules, compiled once
+_ALL_RULES: dict[str, tuple[tuple[str, ...], CodeType]] = {}   # each kernel's, as one tuple
+_PLANS: dict[str, tuple[list, list, set]] = {}
 
 
 def codes(prefix: str) -> list[tuple[str, int]]:
@@ -219,28 +221,52 @@ def length(rule: str, sizes: dict) -> int:
     return int(eval(code, {"__builtins__": {}, "max": max}, sizes))  # noqa: S307 - this module's literals
 
 
+def _lengths(kernel: str, sizes: dict) -> dict[str, int]:
+    """Each length rule of the kernel's arrays, evaluated (all in one ``eval``: this runs at
+    every kernel call)."""
+    rules = _ALL_RULES.get(kernel)
+    if rules is None:
+        names = tuple(sorted({a[2] for a in KERNELS[kernel]["arrays"]}))
+        rules = _ALL_RULES[kernel] = (names, compile(f"({', '.join(names)},)", kernel, "eval"))
+    values = eval(rules[1], {"__builtins__": {}, "max": max}, sizes)  # noqa: S307 - this module's literals
+    return dict(zip(rules[0], values, strict=True))
+
+
+def _plan(kernel: str) -> tuple[list, list, set]:
+    """The kernel's made and given arrays as ``(name, np.dtype, rule, fill)``, and the given
+    names (built once: the functions below run at every kernel call)."""
+    plan = _PLANS.get(kernel)
+    if plan is None:
+        rows = [(name, np.dtype(dtype), rule, fill) for name, dtype, rule, fill in KERNELS[kernel]["arrays"]]
+        given = [r for r in rows if r[3] in (IN, GIVEN)]
+        plan = _PLANS[kernel] = ([r for r in rows if r[3] not in (IN, GIVEN)], given, {r[0] for r in given})
+    return plan
+
+
 def new_arrays(kernel: str, sizes: dict) -> dict:
     """The kernel's arrays that have a fill value, new, by name."""
-    return {name: np.full(length(rule, sizes), fill, dtype)
-            for name, dtype, rule, fill in KERNELS[kernel]["arrays"] if fill not in (IN, GIVEN)}
+    n = _lengths(kernel, sizes)
+    return {name: np.zeros(n[rule], dtype) if fill == 0 else np.full(n[rule], fill, dtype)
+            for name, dtype, rule, fill in _plan(kernel)[0]}
 
 
-def check_arrays(kernel: str, arrays: dict, sizes: dict) -> None:
-    """Refuse (ParameterError naming the array) arrays that do not match the contract: every
-    name once, numpy, C-contiguous, the dtype, the length by the rule, writable unless read only."""
-    spec = KERNELS[kernel]
-    names = [a[0] for a in spec["arrays"]]
-    if set(arrays) != set(names):
-        extra, missing = sorted(set(arrays) - set(names)), sorted(set(names) - set(arrays))
+def check_given(kernel: str, given: dict, sizes: dict) -> None:
+    """Refuse (ParameterError naming the array) given arrays that do not match the contract:
+    every given name once, numpy, C-contiguous, the dtype, the length by the rule, writable
+    unless read only (``None`` only for an optional one)."""
+    spec, (_, rows, names) = KERNELS[kernel], _plan(kernel)
+    if given.keys() != names:
+        extra, missing = sorted(given.keys() - names), sorted(names - given.keys())
         raise ParameterError("arrays", f"{spec['struct']}: unknown {extra}, missing {missing}")
-    for name, dtype, rule, fill in spec["arrays"]:
-        a = arrays[name]
+    n = _lengths(kernel, sizes)
+    for name, dtype, rule, fill in rows:
+        a = given[name]
         if a is None and name in spec["optional"]:
             continue
-        want = length(rule, sizes)
-        if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or not a.flags.c_contiguous \
-                or a.size != want or (fill != IN and not a.flags.writeable):
+        flags = a.flags if isinstance(a, np.ndarray) else None
+        if flags is None or a.dtype != dtype or not flags.c_contiguous or a.size != n[rule] \
+                or (fill != IN and not flags.writeable):
             got = f"{a.dtype} x {a.size}" if isinstance(a, np.ndarray) else type(a).__name__
             raise ParameterError(name, f"{spec['struct']}.{name} must be a C-contiguous"
                                        f"{'' if fill == IN else ', writable'} {dtype} array of "
-                                       f"{rule} = {want} items, got {got}")
+                                       f"{rule} = {n[rule]} items, got {got}")
