@@ -407,7 +407,7 @@ cdef int loop(Ctx* c) noexcept nogil:
     return 0
 
 
-def _spec_codes(spec, const int64_t[::1] wrk, const int64_t[::1] gp):
+def _spec_codes(spec, wrk, gp):
     """Setup step 1: the policy ``spec`` as the loop's codes (kind, by, sjf_pre, LAS limits, knob, tjump)."""
     by = BY.get(spec[1], -1) if spec[0] in ("sjf", "srtf") and len(spec) > 1 else BY_WORK
     if by < 0 or (spec[0] == "srtf" and by == BY_GPUS):
@@ -421,8 +421,10 @@ def _spec_codes(spec, const int64_t[::1] wrk, const int64_t[::1] gp):
                 tjump=bool(spec[3]) if spec[0] == "las" and len(spec) > 3 else False)
 
 
-def _check_jobs(const int64_t[::1] sub, const int64_t[::1] wrk, const int64_t[::1] gp, int64_t total):
+def _check_jobs(sub, wrk, gp, int64_t total):
     """Setup step 2: refuse job arrays the loop cannot replay (lengths, GPU counts, order, work)."""
+    if sub.ndim != 1 or wrk.ndim != 1 or gp.ndim != 1:
+        raise ValueError("submit_ns, work_ns and num_gpus must be 1-d arrays")
     cdef Py_ssize_t n = sub.shape[0]
     if wrk.shape[0] != n or gp.shape[0] != n:
         raise ValueError("submit_ns, work_ns and num_gpus must have the same length")
