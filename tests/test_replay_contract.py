@@ -94,6 +94,15 @@ def test_the_readable_twins_take_their_codes_from_the_contract():
     assert "10_000" not in (REPLAY / "gavel_rounds.py").read_text(encoding="utf-8")   # LAG_NS
 
 
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_every_length_rule_uses_only_the_kernels_sizes(kernel):
+    spec = KERNELS[kernel]
+    for name, _, rule, _ in spec["arrays"]:
+        assert contract.length(rule, {s: 3 for s in spec["sizes"]}) >= 1, name
+    with pytest.raises(NameError):
+        contract.length("n + nope", {s: 3 for s in spec["sizes"]})
+
+
 def test_new_arrays_by_the_rules():
     sizes = dict(n=3, m=3, T=2)
     a = new_arrays("gavel_rounds", sizes)
