@@ -12,7 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PXI = ROOT / "src" / "magnum_lib" / "sim" / "_core_contract.pxi"
-CTYPES = {"int64": "int64_t", "int32": "int32_t", "int8": "int8_t", "float32": "float"}
+#: numpy dtype -> C type (also used by scripts/gen_replay_contract.py).
+CTYPES = {"int64": "int64_t", "int32": "int32_t", "int8": "int8_t", "float32": "float", "float64": "double",
+          "uint8": "uint8_t", "intp": "Py_ssize_t"}
 
 
 def _tuple(name: str, items) -> list[str]:

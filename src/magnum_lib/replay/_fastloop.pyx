@@ -14,7 +14,7 @@ GPU) are a small array kept in rank order. Stale heap entries (LAS promotions) a
 dropped lazily by comparing with the job's current key.
 """
 from libc.math cimport ceil
-from libc.stdint cimport int64_t
+from libc.stdint cimport int8_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from magnum_lib.base._growth cimport grow_array, no_memory
@@ -22,73 +22,15 @@ from magnum_lib.base._heap cimport Heap, heap_drop, heap_init, heap_push_keyed
 
 import numpy as np
 
-cdef enum:
-    K_STRICT = 0
-    K_SKIP = 1
-    K_SJF = 2
-    K_SRTF = 3
-    K_LAS = 4
+from magnum_lib.replay.contract import BY, KINDS
 
-cdef int64_t LAS_OFF = (<int64_t>1) << 43
-cdef int64_t NS_S = 1000000000
+# The codes, constants and Ctx (every field with its C type) with the functions that fill it
+# by name: generated from replay/contract.py by scripts/gen_replay_contract.py.
+include "_fastloop_contract.pxi"
 
 
 cdef inline bint _less(int64_t ka, int64_t ja, int64_t kb, int64_t jb) noexcept nogil:
     return ka < kb or (ka == kb and ja < jb)
-
-
-cdef struct Ctx:
-    Py_ssize_t n
-    int kind
-    int by                      # SJF: 0 work, 1 GPUs, 2 work x GPUs; SRTF: 0 remaining, 2 x GPUs
-    bint sjf_pre                # preemptive SJF
-    int64_t total
-    int64_t restore
-    const int64_t* submit
-    const int64_t* work
-    const int64_t* gpus
-    int64_t* start
-    int64_t* finish
-    int64_t* preempts
-    # per-job state
-    signed char* status        # 0 not yet, 1 waiting, 2 running, 3 done
-    int64_t* rem
-    int64_t* ovh
-    int64_t* att
-    int64_t* key                # current rank key (waiting jobs: the valid heap key)
-    int64_t* bucket_of
-    # LAS
-    int nlim
-    const int64_t* lim
-    double knob
-    int64_t* q
-    int64_t* seq
-    int64_t* base
-    int64_t* starve
-    signed char* in_starv
-    int64_t counter
-    int64_t front
-    bint reordered              # a LAS demotion or promotion happened at this instant
-    bint tjump                  # Tiresias' demotion wake-up formula (see TiresiasLAS)
-    Heap dem                    # (demotion time, job) of running jobs; stale entries skipped
-    int64_t* dem_t              # the valid demotion time of each running job (-1: none)
-    # buckets
-    Py_ssize_t nb
-    int64_t* bsize
-    Heap* heaps
-    # running jobs in rank order
-    int64_t* run
-    Py_ssize_t nrun
-    # scratch (size total + n for small lists)
-    int64_t* tmp
-    int64_t* tmp2
-    int64_t* starv
-    Py_ssize_t nstarv
-    # utilization timeline
-    int64_t* ut
-    double* ub
-    Py_ssize_t nu
-    Py_ssize_t ucap
 
 
 cdef inline int64_t las_key(Ctx* c, int64_t j) noexcept nogil:
@@ -97,13 +39,13 @@ cdef inline int64_t las_key(Ctx* c, int64_t j) noexcept nogil:
 
 cdef inline int64_t rank_key(Ctx* c, int64_t j) noexcept nogil:
     if c.kind == K_SJF:
-        if c.by == 1:
+        if c.by == BY_GPUS:
             return c.gpus[j]
-        if c.by == 2:
+        if c.by == BY_GPU_TIME:
             return c.work[j] * c.gpus[j]
         return c.work[j]
     if c.kind == K_SRTF:
-        if c.by == 2:
+        if c.by == BY_GPU_TIME:
             return (c.rem[j] if c.rem[j] > 0 else 0) * c.gpus[j]
         return c.rem[j] if c.rem[j] > 0 else 0
     if c.kind == K_LAS:
@@ -148,7 +90,7 @@ cdef int64_t best_waiting(Ctx* c, int64_t budget, Py_ssize_t* which) noexcept no
         h = &c.heaps[b]
         while h.size > 0:
             j = h.data[0].payload
-            if c.status[j] == 1 and c.key[j] == h.data[0].time:
+            if c.status[j] == JOB_WAIT and c.key[j] == h.data[0].time:
                 break
             heap_drop(h)
         if h.size > 0 and (bj < 0 or _less(h.data[0].time, h.data[0].payload, bk, bj)):
@@ -159,7 +101,7 @@ cdef int64_t best_waiting(Ctx* c, int64_t budget, Py_ssize_t* which) noexcept no
 
 
 cdef inline void start_job(Ctx* c, int64_t j, int64_t t) noexcept nogil:
-    c.status[j] = 2
+    c.status[j] = JOB_RUN
     if c.start[j] < 0:
         c.start[j] = t
     elif c.restore > 0:
@@ -170,7 +112,7 @@ cdef int pass_nonpreemptive(Ctx* c, int64_t t, int64_t* free_gpus, Py_ssize_t* h
     cdef int64_t j
     cdef Py_ssize_t which = 0
     if c.kind == K_STRICT:
-        while head[0] < c.n and c.status[head[0]] == 1 and c.gpus[head[0]] <= free_gpus[0]:
+        while head[0] < c.n and c.status[head[0]] == JOB_WAIT and c.gpus[head[0]] <= free_gpus[0]:
             j = head[0]
             start_job(c, j, t)
             free_gpus[0] -= c.gpus[j]
@@ -204,7 +146,7 @@ cdef bint pass_is_noop(Ctx* c, int64_t free_gpus) noexcept nogil:
         h = &c.heaps[b]
         while h.size > 0:
             j = h.data[0].payload
-            if c.status[j] == 1 and c.key[j] == h.data[0].time:
+            if c.status[j] == JOB_WAIT and c.key[j] == h.data[0].time:
                 break
             heap_drop(h)
         if h.size == 0:
@@ -264,7 +206,7 @@ cdef int pass_preemptive(Ctx* c, int64_t t, int64_t* free_gpus) noexcept nogil:
             c.seq[chosen[k]] = c.front + k
     for k in range(npre):
         r = pre[k]
-        c.status[r] = 1
+        c.status[r] = JOB_WAIT
         c.preempts[r] += 1
         if push_waiting(c, r) != 0:
             return -2
@@ -318,7 +260,7 @@ cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
                 m += 1
     while c.dem.size > 0 and c.dem.data[0].time <= t:
         j = c.dem.data[0].payload
-        if c.status[j] == 2 and c.dem_t[j] == c.dem.data[0].time and c.q[j] < c.nlim \
+        if c.status[j] == JOB_RUN and c.dem_t[j] == c.dem.data[0].time and c.q[j] < c.nlim \
                 and (c.att[j] - c.base[j]) * c.gpus[j] >= c.lim[c.q[j]]:
             ids[m] = j
             m += 1
@@ -328,7 +270,7 @@ cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
         k = 0
         while k < c.nstarv:
             j = c.starv[k]
-            if c.status[j] != 1 or c.att[j] - c.base[j] <= 0:
+            if c.status[j] != JOB_WAIT or c.att[j] - c.base[j] <= 0:
                 c.in_starv[j] = 0
                 c.starv[k] = c.starv[c.nstarv - 1]
                 c.nstarv -= 1
@@ -348,7 +290,7 @@ cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
         ids[b + 1] = x
     for k in range(m):
         j = ids[k]
-        if c.status[j] == 2:
+        if c.status[j] == JOB_RUN:
             c.q[j] += 1
             c.seq[j] = c.counter
             c.counter += 1
@@ -360,7 +302,7 @@ cdef int las_updates(Ctx* c, int64_t t, int64_t dt) noexcept nogil:
             c.q[j] = 0
         c.seq[j] = c.counter
         c.counter += 1
-        if c.status[j] == 1 and push_waiting(c, j) != 0:
+        if c.status[j] == JOB_WAIT and push_waiting(c, j) != 0:
             return -2
     return 0
 
@@ -370,7 +312,7 @@ cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
     cdef Py_ssize_t k
     while c.dem.size > 0:
         j = c.dem.data[0].payload
-        if c.status[j] == 2 and c.dem_t[j] == c.dem.data[0].time:
+        if c.status[j] == JOB_RUN and c.dem_t[j] == c.dem.data[0].time:
             break
         heap_drop(&c.dem)
     if c.dem.size > 0 and c.dem.data[0].time > t:
@@ -392,7 +334,7 @@ cdef int64_t next_wake(Ctx* c, int64_t t) noexcept nogil:
     if c.knob > 0:
         for k in range(c.nstarv):
             j = c.starv[k]
-            if c.status[j] == 1 and c.q[j] > 0 and c.att[j] - c.base[j] > 0:
+            if c.status[j] == JOB_WAIT and c.q[j] > 0 and c.att[j] - c.base[j] > 0:
                 x = ceil_mul(c.knob, c.att[j] - c.base[j]) - c.starve[j]
                 x = t + (x if x > 1 else 1)
                 if w < 0 or x < w:
@@ -432,7 +374,7 @@ cdef int loop(Ctx* c) noexcept nogil:
         for k in range(c.nrun):
             j = c.run[k]
             if c.rem[j] <= 0:
-                c.status[j] = 3
+                c.status[j] = JOB_DONE
                 c.finish[j] = t
                 free_gpus += c.gpus[j]
                 done += 1
@@ -442,7 +384,7 @@ cdef int loop(Ctx* c) noexcept nogil:
         c.nrun = m
         # (2) arrivals
         while i < c.n and c.submit[i] == t:
-            c.status[i] = 1
+            c.status[i] = JOB_WAIT
             if c.kind == K_LAS:
                 c.q[i] = 0
                 c.seq[i] = c.counter
@@ -465,16 +407,12 @@ cdef int loop(Ctx* c) noexcept nogil:
     return 0
 
 
-KINDS = {"fifo-strict": K_STRICT, "fifo-skip": K_SKIP, "sjf": K_SJF, "srtf": K_SRTF, "las": K_LAS}
-
-
-def _spec_codes(spec, const int64_t[::1] wrk, const int64_t[::1] gp):
+def _spec_codes(spec, wrk, gp):
     """Setup step 1: the policy ``spec`` as the loop's codes (kind, by, sjf_pre, LAS limits, knob, tjump)."""
-    by_codes = {"duration": 0, "time": 0, "gpus": 1, "gpu_time": 2}
-    by = by_codes.get(spec[1], -1) if spec[0] in ("sjf", "srtf") and len(spec) > 1 else 0
-    if by < 0 or (spec[0] == "srtf" and by == 1):
+    by = BY.get(spec[1], -1) if spec[0] in ("sjf", "srtf") and len(spec) > 1 else BY_WORK
+    if by < 0 or (spec[0] == "srtf" and by == BY_GPUS):
         raise ValueError(f"no fast path for {spec[0]} by {spec[1]!r}")
-    if by == 2 and wrk.shape[0] and int(np.max(wrk)) * int(np.max(gp)) >= (1 << 62):
+    if by == BY_GPU_TIME and wrk.shape[0] and int(np.max(wrk)) * int(np.max(gp)) >= (1 << 62):
         raise ValueError("work_ns x num_gpus overflows the compiled loop's int64 keys; "
                          "use backend='python' (exact integers)")
     lim_np = np.asarray(spec[1] if spec[0] == "las" else (), dtype=np.int64)
@@ -483,8 +421,10 @@ def _spec_codes(spec, const int64_t[::1] wrk, const int64_t[::1] gp):
                 tjump=bool(spec[3]) if spec[0] == "las" and len(spec) > 3 else False)
 
 
-def _check_jobs(const int64_t[::1] sub, const int64_t[::1] wrk, const int64_t[::1] gp, int64_t total):
+def _check_jobs(sub, wrk, gp, int64_t total):
     """Setup step 2: refuse job arrays the loop cannot replay (lengths, GPU counts, order, work)."""
+    if sub.ndim != 1 or wrk.ndim != 1 or gp.ndim != 1:
+        raise ValueError("submit_ns, work_ns and num_gpus must be 1-d arrays")
     cdef Py_ssize_t n = sub.shape[0]
     if wrk.shape[0] != n or gp.shape[0] != n:
         raise ValueError("submit_ns, work_ns and num_gpus must have the same length")
@@ -496,39 +436,16 @@ def _check_jobs(const int64_t[::1] sub, const int64_t[::1] wrk, const int64_t[::
         raise ValueError("work_ns must be >= 1")
 
 
-cdef int64_t* _i64(list keep, a):
-    """Keep the int64 array ``a`` alive in ``keep``; its data pointer."""
-    cdef int64_t[::1] v = a
-    keep.append(a)
-    return &v[0]
-
-
-cdef signed char* _i8(list keep, a):
-    """Keep the int8 array ``a`` alive in ``keep``; its data pointer."""
-    cdef signed char[::1] v = a
-    keep.append(a)
-    return &v[0]
-
-
-cdef list _ctx_arrays(Ctx* c, dict out, const int64_t[::1] gp, Py_ssize_t n, int64_t total):
-    """Setup step 3: the per-job, bucket and scratch arrays of ``c`` (kept alive in the list returned)."""
-    cdef list keep = []
-    sizes, bucket_of = np.unique(np.asarray(gp), return_inverse=True)
-    c.start, c.finish = _i64(keep, out["first_start"]), _i64(keep, out["finish"])
-    c.preempts, c.att = _i64(keep, out["preemptions"]), _i64(keep, out["held"])
-    c.rem = _i64(keep, out.pop("rem"))
-    c.status, c.in_starv = _i8(keep, np.zeros(n, np.int8)), _i8(keep, np.zeros(n, np.int8))
-    c.ovh, c.key = _i64(keep, np.zeros(n, np.int64)), _i64(keep, np.zeros(n, np.int64))
-    c.q, c.seq = _i64(keep, np.zeros(n, np.int64)), _i64(keep, np.zeros(n, np.int64))
-    c.base, c.starve = _i64(keep, np.zeros(n, np.int64)), _i64(keep, np.zeros(n, np.int64))
-    c.dem_t = _i64(keep, np.full(n, -1, np.int64))
-    c.bucket_of = _i64(keep, np.ascontiguousarray(bucket_of, dtype=np.int64))
-    c.nb = sizes.size
-    c.bsize = _i64(keep, np.ascontiguousarray(sizes, dtype=np.int64))
-    c.run, c.nrun = _i64(keep, np.zeros(total + 1, np.int64)), 0
-    c.tmp, c.tmp2 = _i64(keep, np.zeros(total + n + 1, np.int64)), _i64(keep, np.zeros(total + n + 1, np.int64))
-    c.starv, c.nstarv = _i64(keep, np.zeros(n + 1, np.int64)), 0
-    return keep
+def _given(sub, wrk, gp, lim, dict out, int64_t total):
+    """Setup step 3: the arrays the loop's state is given, by name (the jobs, the LAS limits,
+    the GPU-count buckets, ``out``'s; the contract makes the others), and the sizes."""
+    bsize, bucket_of = np.unique(gp, return_inverse=True)
+    sizes = dict(n=sub.shape[0], total=total, nb=bsize.size, nlim=lim.size)
+    given = dict(submit=sub, work=wrk, gpus=gp, lim=np.ascontiguousarray(lim) if lim.size else np.zeros(1, np.int64),
+                 bucket_of=np.ascontiguousarray(bucket_of, dtype=np.int64),
+                 bsize=np.ascontiguousarray(bsize, dtype=np.int64), rem=np.array(wrk, dtype=np.int64),
+                 start=out["first_start"], finish=out["finish"], preempts=out["preemptions"], att=out["held"])
+    return given, sizes
 
 
 cdef bint _ctx_alloc(Ctx* c) noexcept nogil:
@@ -536,7 +453,7 @@ cdef bint _ctx_alloc(Ctx* c) noexcept nogil:
     cdef Py_ssize_t b
     cdef bint ok
     heap_init(&c.dem, 64)
-    c.ucap, c.nu = 1024, 0
+    c.ucap = 1024
     c.ut = <int64_t*> malloc(c.ucap * sizeof(int64_t))
     c.ub = <double*> malloc(c.ucap * sizeof(double))
     c.heaps = <Heap*> malloc(c.nb * sizeof(Heap))
@@ -568,9 +485,9 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
     "time", "gpu_time") or ``("las", thresholds_ns, promote_knob)``. Returns the dict of
     :func:`magnum_lib.replay.event_loop.run`.
     """
-    cdef const int64_t[::1] sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
-    cdef const int64_t[::1] wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
-    cdef const int64_t[::1] gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
+    sub = np.ascontiguousarray(submit_ns, dtype=np.int64)
+    wrk = np.ascontiguousarray(work_ns, dtype=np.int64)
+    gp = np.ascontiguousarray(num_gpus, dtype=np.int64)
     cdef Py_ssize_t n = sub.shape[0]
     cdef int64_t total = int(total_gpus)
     if spec[0] not in KINDS:
@@ -581,17 +498,14 @@ def run_fast(submit_ns, work_ns, num_gpus, total_gpus, spec, restore_ns):
                preemptions=np.zeros(n, np.int64), held=np.zeros(n, np.int64))
     if n == 0:
         return dict(out, util_t=np.zeros(0, np.int64), util_busy=np.zeros(0))
-    lim_np = codes["lim"]
-    cdef const int64_t[::1] lim = np.ascontiguousarray(lim_np) if lim_np.size else np.zeros(1, np.int64)
+    given, sizes = _given(sub, wrk, gp, codes["lim"], out, total)
     cdef Ctx c
     cdef int rc
-    c.n, c.total, c.restore = n, total, int(restore_ns)
-    c.kind, c.by, c.sjf_pre, c.tjump = codes["kind"], codes["by"], codes["sjf_pre"], codes["tjump"]
-    c.nlim, c.lim, c.knob = lim_np.size, &lim[0], codes["knob"]
-    c.submit, c.work, c.gpus = &sub[0], &wrk[0], &gp[0]
-    c.counter, c.front, c.reordered = 0, 0, False
-    out["rem"] = np.array(wrk, dtype=np.int64)
-    keep = _ctx_arrays(&c, out, gp, n, total)
+    keep = _bind_arrays(&c, given, sizes)
+    _set_options(&c, dict(n=n, kind=codes["kind"], by=codes["by"], sjf_pre=codes["sjf_pre"], total=total,
+                          restore=int(restore_ns), nlim=sizes["nlim"], knob=codes["knob"], tjump=codes["tjump"],
+                          nb=sizes["nb"]))
+    _init_state(&c)
     try:
         if not _ctx_alloc(&c):
             no_memory("replay")

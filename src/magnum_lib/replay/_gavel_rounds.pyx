@@ -22,135 +22,16 @@ calls it through ``gavel_rounds.run_compiled``).
 """
 from cpython.ref cimport PyObject
 from libc.math cimport ceil, rint, isfinite
-from libc.stdint cimport int64_t, int8_t, uint8_t, uintptr_t
+from libc.stdint cimport int64_t, int8_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from magnum_lib.base._growth cimport grow_array, no_memory
 
 import numpy as np
 
-cdef int64_t NS_S = 1000000000
-cdef int64_t NEVER = 0x7FFFFFFFFFFFFFFF
-cdef int64_t EXACT = (<int64_t>1) << 53      # below: now / 1e9 in doubles is Python's int / int
-cdef int64_t LAG_NS = 10000
-
-cdef enum:
-    E_NONE = 0
-    E_PY = 1          # a callback raised: re-raised by the wrapper
-    E_STUCK = 2       # waiting jobs, nothing running, nothing to come
-    E_NOFIT = 3       # (internal) a chosen job does not fit
-    E_LAG = 4         # (internal) a job outlived its last micro-task
-    E_MEM = 5
-
-
-cdef struct RoundsState:
-    # sizes and options
-    Py_ssize_t n
-    Py_ssize_t T
-    bint fifo
-    double iteration_s
-    double reset_s
-    double half
-    int64_t restore_ns
-    int64_t last_submit
-    # inputs (read only)
-    const int64_t* submit
-    const int64_t* gpus
-    const double* speed       # n x T (engine speed)
-    const double* thr         # n x T (Gavel's steps/s)
-    const int64_t* N          # GPUs per type
-    const int64_t* type_order
-    const double* wf_thr      # the max-min LP's thr per job (waterfill), NULL: allocate is called
-    double* wf_a              # its coefficient a_j = ((1 / thr_j) s_j) thr_j (0 where thr_j = 0)
-    uint8_t* wf_frozen        # per active position: x = 1
-    # engine state
-    int64_t* rem
-    int64_t* overhead
-    double* erate
-    int8_t* status            # 0 not submitted, 1 waiting, 2 running, 3 finished
-    int64_t* jtype
-    int64_t* first
-    int64_t* fin
-    int64_t* pre
-    int64_t* held             # ns each job held its GPUs (run time plus restores)
-    int64_t* free_t           # free GPUs per type
-    int64_t* running          # running job ids (unordered)
-    int64_t* run_pos          # index in running, -1 if not running
-    Py_ssize_t nrun
-    int64_t now
-    # policy state
-    double* steps_left
-    double* ran               # n x T
-    double* ran_all           # T
-    double* deficit           # n x T
-    double* alloc             # n x T
-    uint8_t* in_alloc
-    uint8_t* act_flag
-    int64_t* active           # active ids, ascending (arrival order)
-    Py_ssize_t na
-    Py_ssize_t known_upto
-    uint8_t* fifo_in
-    int64_t* fifo_ids
-    Py_ssize_t nfifo
-    int64_t* fifo_tmp
-    int64_t* queue_tmp
-    uint8_t* in_round
-    uint8_t* is_last
-    int64_t* rj_end           # end of the micro-task on our clock (ns)
-    int64_t* rs_type
-    double* rs_steps
-    double* rs_end            # end on Gavel's clock (s)
-    int64_t* rlist            # jobs of the current round, in the order chosen
-    Py_ssize_t nround
-    bint round_set
-    int64_t round_end
-    double round_start
-    bint stop_set
-    double round_stop
-    bint need_update
-    double last_reset
-    # one round's choice
-    int64_t* ent_j            # entries (one type block at a time)
-    double* ent_p
-    double* ent_d
-    double* ent_a
-    int64_t* idx
-    int64_t* idx2
-    Py_ssize_t* runs          # the natural merge sort's run starts
-    # each type's list as last ranked (job ids), to rank the next round's list by a merge
-    int64_t* ord              # T x n
-    Py_ssize_t* nord          # T
-    Py_ssize_t* ord_upto      # T: jobs < this id were known when it was ranked
-    uint8_t* moved            # job ran (or arrived) since the last ranking
-    int64_t* mv               # those jobs
-    Py_ssize_t nmv
-    bint rerank               # an allocation reset since the last ranking: rank all anew
-    int64_t* left
-    uint8_t* taken
-    int64_t* cj               # chosen: job, type, runs
-    int64_t* ct
-    uint8_t* cr
-    Py_ssize_t nchosen
-    int64_t* run_type         # job -> type it runs on this round, -1 none
-    int64_t* order
-    # the blind policy's type orders, drawn in batches
-    int64_t* perms
-    Py_ssize_t nperm
-    Py_ssize_t perm_at
-    # decisions of one call
-    int64_t* dpre
-    Py_ssize_t ndpre
-    int64_t* dstart
-    int64_t* dstype
-    Py_ssize_t ndstart
-    int64_t wake
-    # callbacks (borrowed; the wrapper holds them)
-    PyObject* allocate
-    PyObject* permute
-    PyObject* errbox
-    PyObject* holder
-    int err
-    int64_t err_job
+# The codes, constants and RoundsState (every field with its C type) with the functions that
+# fill it by name: generated from replay/contract.py by scripts/gen_replay_contract.py.
+include "_gavel_rounds_contract.pxi"
 
 
 def _true_div(int64_t now):
@@ -613,7 +494,7 @@ cdef inline int64_t _lag_left(RoundsState* s) noexcept nogil:
     cdef int64_t j, rem, worst = -1
     for k in range(s.nround):
         j = s.rlist[k]
-        if s.is_last[j] and s.status[j] == 2:
+        if s.is_last[j] and s.status[j] == JOB_RUN:
             rem = s.rem[j] if s.rem[j] > 0 else 0
             if rem > worst:
                 worst = rem
@@ -647,7 +528,7 @@ cdef inline double _close_round(RoundsState* s, double T) noexcept nogil:
             s.steps_left[j] -= s.rs_steps[j]
         nr = 0
         for k in range(s.nround):
-            if s.status[s.rlist[k]] == 3:          # finished in this round
+            if s.status[s.rlist[k]] == JOB_DONE:          # finished in this round
                 s.act_flag[s.rlist[k]] = 0
                 nr += 1
         if nr:
@@ -670,7 +551,7 @@ cdef inline double _close_round(RoundsState* s, double T) noexcept nogil:
 cdef inline void _admit_known(RoundsState* s) noexcept nogil:
     """Schedule step 2: the jobs submitted up to now become active, with fresh accounting."""
     cdef int64_t j, t, TT = s.T
-    while s.known_upto < s.n and s.status[s.known_upto] != 0:   # arrivals up to now
+    while s.known_upto < s.n and s.status[s.known_upto] != JOB_NEW:   # arrivals up to now
         j = s.known_upto
         s.active[s.na] = j
         s.na += 1
@@ -723,7 +604,7 @@ cdef inline int _plan_starts(RoundsState* s, double T) noexcept nogil:
             continue
         j = s.cj[k]
         t = s.ct[k]
-        if s.status[j] != 2 or s.jtype[j] != t:
+        if s.status[j] != JOB_RUN or s.jtype[j] != t:
             if s.free_t[t] < s.gpus[j] or not s.speed[j * TT + t] > 0:
                 s.err = E_NOFIT
                 s.err_job = j
@@ -819,7 +700,7 @@ cdef void apply(RoundsState* s) noexcept nogil:
     for k in range(s.ndpre):
         j = s.dpre[k]
         s.free_t[s.jtype[j]] += s.gpus[j]
-        s.status[j] = 1
+        s.status[j] = JOB_WAIT
         s.pre[j] += 1
         run_remove(s, j)
         s.jtype[j] = -1
@@ -827,7 +708,7 @@ cdef void apply(RoundsState* s) noexcept nogil:
         j = s.dstart[k]
         t = s.dstype[k]
         s.free_t[t] -= s.gpus[j]
-        s.status[j] = 2
+        s.status[j] = JOB_RUN
         s.jtype[j] = t
         s.erate[j] = s.speed[j * s.T + t]
         if s.first[j] < 0:
@@ -863,14 +744,14 @@ cdef int core(RoundsState* s, int64_t** util_t, double** util_b, Py_ssize_t* cap
             j = s.running[k]
             if s.rem[j] <= 0:
                 s.free_t[s.jtype[j]] += s.gpus[j]
-                s.status[j] = 3
+                s.status[j] = JOB_DONE
                 s.fin[j] = t
                 run_remove(s, j)
                 done += 1
             else:
                 k += 1
         while i < s.n and s.submit[i] == t:
-            s.status[i] = 1
+            s.status[i] = JOB_WAIT
             i += 1
         if schedule(s) < 0:
             return -1
@@ -958,83 +839,29 @@ def _checked(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_gpus, ty
     return dict(sub=sub, wrk=wrk, gp=gp, ng=ng, sp=sp_np, thr=thr_np, sl=sl_np, tord=tord, wf=wf_np, rns=rns)
 
 
-cdef void* _kept(list keep, a):
-    """Keep the contiguous array ``a`` alive in ``keep``; its data pointer."""
-    keep.append(a)
-    return <void*> <uintptr_t> a.ctypes.data
+def _given(dict x, dict out, Py_ssize_t n, Py_ssize_t T):
+    """Setup step 2: the arrays the state is given, by name: the inputs and ``out``'s
+    (placeholders of one item when there are no jobs); the contract makes the others."""
+    return dict(
+        submit=x["sub"] if n else np.zeros(1, np.int64), gpus=x["gp"] if n else np.ones(1, np.int64),
+        speed=x["sp"] if n else np.ones((1, T)), thr=x["thr"] if n else np.ones((1, T)),
+        N=x["ng"], type_order=x["tord"],
+        wf_thr=None if x["wf"] is None else (x["wf"] if n else np.zeros(1)),
+        rem=np.array(x["wrk"], dtype=np.int64) if n else np.zeros(1, np.int64),
+        free_t=np.array(x["ng"], dtype=np.int64), steps_left=x["sl"] if n else np.zeros(1),
+        status=out["status"], first=out["first_start"], fin=out["finish"], pre=out["preemptions"],
+        held=out["held"])
 
 
-cdef int64_t* _i64(list keep, Py_ssize_t size, int64_t fill=0):
-    """A new int64 array of ``size`` items ``fill``, kept in ``keep``; its data pointer."""
-    return <int64_t*> _kept(keep, np.full(size, fill, np.int64))
-
-
-cdef double* _f64(list keep, Py_ssize_t size):
-    """A new float64 array of ``size`` zeros, kept in ``keep``; its data pointer."""
-    return <double*> _kept(keep, np.zeros(size))
-
-
-cdef uint8_t* _u8(list keep, Py_ssize_t size):
-    """A new uint8 array of ``size`` zeros, kept in ``keep``; its data pointer."""
-    return <uint8_t*> _kept(keep, np.zeros(size, np.uint8))
-
-
-cdef list _state_arrays(RoundsState* s, dict x, dict out, Py_ssize_t n, Py_ssize_t T):
-    """Setup step 2: every array of ``s``, the inputs and ``out``'s included (kept alive in the list returned)."""
-    cdef list keep = []
-    cdef Py_ssize_t m = n if n > 0 else 1, q
+cdef void _waterfill_coefficients(RoundsState* s) noexcept nogil:
+    """Setup step 4: the LP's coefficient of each job, as ``maxmin_waterfill``'s (with ``wf_thr``)."""
+    cdef Py_ssize_t q
     cdef double tq
-    s.speed = <double*> _kept(keep, x["sp"] if n else np.ones((1, T)))
-    s.thr = <double*> _kept(keep, x["thr"] if n else np.ones((1, T)))
-    s.submit = <int64_t*> _kept(keep, x["sub"] if n else np.zeros(1, np.int64))
-    s.gpus = <int64_t*> _kept(keep, x["gp"] if n else np.ones(1, np.int64))
-    s.N, s.type_order = <int64_t*> _kept(keep, x["ng"]), <int64_t*> _kept(keep, x["tord"])
-    wf = x["wf"] if (x["wf"] is not None and n) else np.zeros(1)
-    s.wf_thr = <double*> _kept(keep, wf) if x["wf"] is not None else NULL
-    s.wf_a, s.wf_frozen = _f64(keep, m), _u8(keep, m)
-    for q in range(n if x["wf"] is not None else 0):      # the LP's coefficient, as maxmin_waterfill's
-        tq = wf[q]
+    if s.wf_thr == NULL:
+        return
+    for q in range(s.n):
+        tq = s.wf_thr[q]
         s.wf_a[q] = ((1.0 / tq) * <double> s.gpus[q]) * tq if tq > 0.0 else 0.0
-    s.rem = <int64_t*> _kept(keep, np.array(x["wrk"], dtype=np.int64) if n else np.zeros(1, np.int64))
-    s.overhead, s.erate, s.jtype = _i64(keep, m), <double*> _kept(keep, np.ones(m)), _i64(keep, m, -1)
-    s.status = <int8_t*> _kept(keep, out["status"])
-    s.first, s.fin = <int64_t*> _kept(keep, out["first_start"]), <int64_t*> _kept(keep, out["finish"])
-    s.pre, s.held = <int64_t*> _kept(keep, out["preemptions"]), <int64_t*> _kept(keep, out["held"])
-    s.free_t = <int64_t*> _kept(keep, np.array(x["ng"], dtype=np.int64))
-    s.running, s.run_pos = _i64(keep, m), _i64(keep, m, -1)
-    s.steps_left = <double*> _kept(keep, x["sl"] if n else np.zeros(1))
-    s.ran, s.ran_all, s.deficit, s.alloc = _f64(keep, m * T), _f64(keep, T), _f64(keep, m * T), _f64(keep, m * T)
-    s.in_alloc, s.act_flag, s.active = _u8(keep, m), _u8(keep, m), _i64(keep, m)
-    s.fifo_in, s.fifo_ids, s.fifo_tmp, s.queue_tmp = _u8(keep, m), _i64(keep, m), _i64(keep, m), _i64(keep, m)
-    s.in_round, s.is_last, s.rj_end, s.rs_type = _u8(keep, m), _u8(keep, m), _i64(keep, m), _i64(keep, m)
-    s.rs_steps, s.rs_end, s.rlist = _f64(keep, m), _f64(keep, m), _i64(keep, m)
-    s.ent_j, s.ent_p = _i64(keep, 2 * m), _f64(keep, 2 * m)     # (kept entries at 0.., the rest at m..)
-    s.ent_d, s.ent_a = _f64(keep, 2 * m), _f64(keep, 2 * m)
-    s.idx, s.idx2 = _i64(keep, 2 * m), _i64(keep, 2 * m)
-    s.runs = <Py_ssize_t*> _kept(keep, np.zeros(m + 2, np.intp))
-    s.ord, s.moved, s.mv = _i64(keep, m * T), _u8(keep, m), _i64(keep, m)
-    s.nord = <Py_ssize_t*> _kept(keep, np.zeros(T, np.intp))
-    s.ord_upto = <Py_ssize_t*> _kept(keep, np.zeros(T, np.intp))
-    s.left, s.taken, s.cj, s.ct, s.cr = _i64(keep, T), _u8(keep, m), _i64(keep, m), _i64(keep, m), _u8(keep, m)
-    s.run_type, s.order = _i64(keep, m, -1), _i64(keep, T)
-    s.dpre, s.dstart, s.dstype = _i64(keep, m), _i64(keep, m), _i64(keep, m)
-    return keep
-
-
-cdef void _state_scalars(RoundsState* s, Py_ssize_t n, Py_ssize_t T, bint fifo, double iteration_s,
-                         double reset_s, int64_t rns) noexcept nogil:
-    """Setup step 3: the sizes, options, counters and flags of ``s`` before the first event."""
-    s.n, s.T, s.fifo = n, T, fifo
-    s.iteration_s, s.reset_s, s.half = iteration_s, reset_s, iteration_s / 2.0
-    s.restore_ns = rns
-    s.last_submit = s.submit[n - 1] if n else 0
-    s.nrun, s.now, s.na, s.known_upto, s.nfifo, s.nround = 0, 0, 0, 0, 0, 0
-    s.round_set, s.round_end, s.round_start, s.stop_set, s.round_stop = False, 0, 0.0, False, 0.0
-    s.need_update, s.last_reset = True, 0.0
-    s.nmv, s.rerank, s.nchosen = 0, True, 0
-    s.perms, s.nperm, s.perm_at = NULL, 0, 0
-    s.ndpre, s.ndstart, s.wake = 0, 0, -1
-    s.err, s.err_job = E_NONE, -1
 
 
 def _raise_for(int err, int64_t err_job, errbox, status, Py_ssize_t n):
@@ -1042,7 +869,7 @@ def _raise_for(int err, int64_t err_job, errbox, status, Py_ssize_t n):
     if err == E_PY:
         raise errbox[0]
     if err == E_STUCK:
-        waiting = np.flatnonzero(np.asarray(status)[:n] == 1)
+        waiting = np.flatnonzero(np.asarray(status)[:n] == JOB_WAIT)
         raise Stuck(int(waiting.size), int(waiting[0]) if waiting.size else -1)
     if err == E_NOFIT:
         raise RuntimeError(f"GavelRounds: job {err_job} does not fit (internal error)")
@@ -1073,11 +900,12 @@ def run_gavel_rounds(submit_ns, work_ns, num_gpus, speed, thr, steps_left, type_
                preemptions=np.zeros(m, np.int64), held=np.zeros(m, np.int64), status=np.zeros(m, np.int8))
     errbox, holder = [], [None]
     cdef RoundsState s
-    keep = _state_arrays(&s, x, out, n, T)
-    _state_scalars(&s, n, T, fifo, iteration_s, reset_s, x["rns"])
-    s.allocate = <PyObject*> allocate if allocate is not None else NULL
-    s.permute = <PyObject*> permute if permute is not None else NULL
-    s.errbox, s.holder = <PyObject*> errbox, <PyObject*> holder
+    keep = _bind_arrays(&s, _given(x, out, n, T), dict(n=n, m=m, T=T))
+    _set_options(&s, dict(n=n, T=T, fifo=fifo, iteration_s=iteration_s, reset_s=reset_s, half=iteration_s / 2.0,
+                          restore_ns=x["rns"], last_submit=x["sub"][n - 1] if n else 0,   # (step 3)
+                          allocate=allocate, permute=permute, errbox=errbox, holder=holder))
+    _init_state(&s)
+    _waterfill_coefficients(&s)
     cdef Py_ssize_t cap = 1024, nutil = 0
     cdef int64_t* ut = <int64_t*> malloc(cap * sizeof(int64_t))
     cdef double* ub = <double*> malloc(cap * sizeof(double))

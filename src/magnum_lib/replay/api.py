@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from magnum_lib.base.validate import ParameterError, excerpt
+from magnum_lib.replay.contract import JOB_RUN, JOB_STATUS_NAMES, JOB_WAIT
+from magnum_lib.replay.contract import NS_S as NS
 from magnum_lib.replay.placement import release, reserve
 
 __all__ = ["Policy", "PolicyError", "OracleError", "Decision", "View", "JobView", "JobsView", "Plan",
            "as_policy", "is_oracle", "policy_inputs"]
 
-NS = 1_000_000_000
 #: A round-based policy's ``round_s`` bounds, seconds: a 1 ms round over a month-long trace
 #: is already ~10^9 rounds; shorter ones never finish, longer ones are never reached.
 MIN_ROUND_S, MAX_ROUND_S = 1e-3, 1e9
@@ -191,7 +192,7 @@ class JobView:
         self._model = jobs.model_names[jobs.model_code[j]] if jobs.model_code is not None else None
         self._group = jobs.group_names[jobs.group_code[j]] if jobs.group_code is not None else None
         self._att = int(state.attained[j])        # kept current by the replay
-        self._run = bool(state.status[j] == 2)    # kept current by the replay
+        self._run = bool(state.status[j] == JOB_RUN)    # kept current by the replay
 
     id = property(lambda self: self._id, doc="Job number (submit order, ties in trace order).")
     submit_s = property(lambda self: self._submit_s, doc="Submit time, s.")
@@ -411,7 +412,7 @@ class Plan:
         milli = st.milli_l[jid]
         if gpus is None and milli == 1000 and st.gpus_l[jid] > self._whole:
             return False          # too few idle GPUs for any placement rule: skip the search
-        if jid in self._taken or (st.status[jid] == 2 and jid not in self._preempts):
+        if jid in self._taken or (st.status[jid] == JOB_RUN and jid not in self._preempts):
             return False
         where = st.place(jid, self.free, gpu_type) if gpus is None else list(gpus)
         if where is None:
@@ -428,7 +429,7 @@ class Plan:
     def preempt(self, job) -> None:
         jid = job.id if isinstance(job, JobView) else job
         st = self._state
-        if st.status[jid] == 2 and jid not in self._preempts:
+        if st.status[jid] == JOB_RUN and jid not in self._preempts:
             release(self.free, st.alloc[jid], st.milli_l[jid])
             self._whole = int(np.count_nonzero(self.free == 1000))
             self._preempts.append(jid)
@@ -482,8 +483,8 @@ def normalize(policy: str, out, state) -> Decision:
         what = f"start job {jid}"
         if jid in started:
             raise PolicyError(policy, f"{what}: the decision already starts it")
-        if state.status[jid] != 1 and jid not in seen:  # (preempted above = moved)
-            raise PolicyError(policy, f"{what}: it is not waiting ({_STATUS[state.status[jid]]})")
+        if state.status[jid] != JOB_WAIT and jid not in seen:  # (preempted above = moved)
+            raise PolicyError(policy, f"{what}: it is not waiting ({JOB_STATUS_NAMES[state.status[jid]]})")
         started.add(jid)
         gpus = _checked_gang(policy, what, jid, gpus, gtype, state, free)
         reserve(free, gpus, int(state.jobs.gpu_milli[jid]))
@@ -516,9 +517,9 @@ def _checked_preempt(policy: str, items, state, free, n: int) -> list:
         jid = _as_job_id(policy, "preempt", item, n)
         if jid in seen:
             raise PolicyError(policy, f"preempt job {jid}: listed twice")
-        if state.status[jid] != 2:
+        if state.status[jid] != JOB_RUN:
             raise PolicyError(policy, f"preempt job {jid}: it is not running "
-                                      f"({_STATUS[state.status[jid]]})")
+                                      f"({JOB_STATUS_NAMES[state.status[jid]]})")
         seen.add(jid)
         release(free, state.alloc[jid], int(state.jobs.gpu_milli[jid]))
         preempt.append(jid)
@@ -580,5 +581,4 @@ def _checked_wake(policy: str, out: Decision):
     return wake
 
 
-_STATUS = {0: "not submitted yet", 1: "waiting", 2: "running", 3: "finished"}
 _WAKE_MAX_NS = 2**62      # about 146 years: later than any replay, far from int64's end

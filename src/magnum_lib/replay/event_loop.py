@@ -14,11 +14,11 @@ import numpy as np
 from magnum_lib.base.validate import ParameterError, excerpt
 from magnum_lib.replay import placement as _placement
 from magnum_lib.replay.api import MAX_ROUND_S, MIN_ROUND_S, JobView, PolicyError, View, normalize, policy_inputs
+from magnum_lib.replay.contract import JOB_DONE, JOB_RUN, JOB_WAIT
+from magnum_lib.replay.contract import NS_S as NS
 from magnum_lib.replay.cpulimit import CpuLimit as _CpuLimit
 from magnum_lib.replay.cpulimit import cpu_limit as _cpu_limit  # POSIX timer, or a watchdog thread
 from magnum_lib.replay.cpulimit import session as _cpu_session
-
-NS = 1_000_000_000
 
 
 class _State:
@@ -40,7 +40,7 @@ class _State:
         # several times faster on lists of Python ints than on NumPy arrays.
         self.gpus_l = jobs.num_gpus.tolist()
         self.milli_l = jobs.gpu_milli.tolist()
-        self.status = np.zeros(n, np.int8)   # 0 not submitted, 1 waiting, 2 running, 3 finished
+        self.status = np.zeros(n, np.int8)   # JOB_* codes (contract.py), all JOB_NEW
         self.alloc = [[] for _ in range(n)]
         self.rem = jobs.work_ns.tolist()
         self.overhead = [0] * n
@@ -113,7 +113,7 @@ class _State:
         for j in d.preempt:
             _placement.release(self.free, self.alloc[j], self.milli_l[j])
             self.alloc[j] = []
-            self.status[j] = 1
+            self.status[j] = JOB_WAIT
             self.preemptions[j] += 1
             self.views[j]._run = False
             running.discard(j)
@@ -121,7 +121,7 @@ class _State:
         for j, gpus in d.start:
             _placement.reserve(self.free, gpus, self.milli_l[j])
             self.alloc[j] = list(gpus)
-            self.status[j] = 2
+            self.status[j] = JOB_RUN
             self.views[j]._run = True
             self.rate[j] = self.speed(j, int(self.gpu_type[gpus[0]]))
             if self.first_start[j] < 0:
@@ -239,7 +239,7 @@ class _Loop:
         for j in sorted(j for j in running if st.rem[j] <= 0):
             _placement.release(st.free, st.alloc[j], st.milli_l[j])
             st.alloc[j] = []
-            st.status[j] = 3
+            st.status[j] = JOB_DONE
             st.views[j]._run = False
             st.finish[j] = t
             running.discard(j)
@@ -251,7 +251,7 @@ class _Loop:
         """Step 3: every job submitted at ``t`` joins the waiting set."""
         st, submit, n = self.st, self.submit, self.n
         while self.i < n and submit[self.i] == t:
-            st.status[self.i] = 1
+            st.status[self.i] = JOB_WAIT
             self.waiting.add(self.i)
             self.i += 1
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from magnum_lib.replay import event_loop
 from magnum_lib.replay.cluster import ReplayCluster
+from magnum_lib.replay.contract import KINDS
 from magnum_lib.replay.jobs import ReplayJobs
 
 
@@ -18,6 +19,8 @@ def policy_from_spec(spec):
     from magnum_lib.replay import policies as P
 
     kind = spec[0]
+    if kind not in KINDS:
+        raise ValueError(f"no fast path for policy {kind!r}")
     if kind == "las":
         p = P.TiresiasLAS.__new__(P.TiresiasLAS)
         p.thresholds_ns = list(spec[1])

@@ -92,10 +92,11 @@ import numpy as np
 
 from magnum_lib.base.validate import ParameterError, check_choice, check_positive
 from magnum_lib.replay.api import Policy, check_round
+from magnum_lib.replay.contract import LAG_NS
+from magnum_lib.replay.contract import NS_S as NS
 
 __all__ = ["GavelFIFO", "GavelRounds", "run_compiled"]
 
-NS = 1_000_000_000
 _TYPE_ORDER = ("v100", "p100", "k80")      # Gavel's _schedule_jobs_on_workers
 
 
@@ -338,7 +339,7 @@ class GavelRounds(Policy):
             # Done in Gavel's steps with a few ns of work left on our clock (the engine
             # truncates progress at a speed != 1 to whole ns): its finish comes next and
             # is the round boundary; Gavel's clock below is unaffected.
-            if max(present[j].remaining_ns for j in lag) > 10_000:
+            if max(present[j].remaining_ns for j in lag) > LAG_NS:
                 raise RuntimeError("GavelRounds: a job outlived its last micro-task (internal error)")
             self.round_end = now
             return plan
