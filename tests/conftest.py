@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,11 @@ from magnum_lib.workload.traces import ENV_VAR, shared_data_dir, traces_missing
 from tests._markers import classify
 
 ROOT = Path(__file__).resolve().parents[1]
+# A run started in the background by a non-interactive shell (or nohup) inherits SIGINT
+# ignored, and so would every child process: the Ctrl-C tests (an interrupt of the main
+# thread, SIGINT to a child CLI) need what a terminal gives, Python's KeyboardInterrupt.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # The folder the loaders themselves read (same search order), so a test is skipped exactly
 # when the library would not find the traces.
 SHARED_DATA = shared_data_dir()
