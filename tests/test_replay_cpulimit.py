@@ -152,3 +152,32 @@ def test_watchdog_firing_as_the_block_ends_refuses_the_call_and_leaves_nothing_p
             time.sleep(0.2)  # C code: the exception waits for the next bytecode
     for _ in range(200_000):  # pure Python bytecode: a pending exception would surface here
         pass
+
+
+def test_a_fired_watchdog_leaves_the_interpreter_sound():
+    """After the watchdog has stopped blocks, a traced call (coverage, Hypothesis, debuggers)
+    still returns. Cancelling an async exception with NULL leaves CPython 3.11's eval breaker
+    set, and a traced call then loops on its first instruction forever: run in a child with a
+    timeout, so that fails instead of hanging."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from magnum_lib.replay import cpulimit
+cpulimit.USE_ITIMER = False
+for seconds in (0.05, 0.05):
+    try:
+        with cpulimit.cpu_limit(seconds):
+            while True:
+                pass
+    except cpulimit.CpuLimit:
+        pass
+def tracer(frame, event, arg):
+    return tracer
+sys.settrace(tracer)
+print(sum(range(10)))
+sys.settrace(None)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "45", out.stderr[-2000:]
