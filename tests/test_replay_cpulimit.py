@@ -175,8 +175,10 @@ for seconds in (0.05, 0.05):
         pass
 def tracer(frame, event, arg):
     return tracer
+def f(n):
+    return sum(range(n))
 sys.settrace(tracer)
-print(sum(range(10)))
+print(f(10))
 sys.settrace(None)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
