@@ -458,3 +458,18 @@ def test_lp_built_in_array_steps_is_the_row_by_row_lp(m, T, seed):
     r1 = linprog(c1, A_ub=A1, b_ub=b1, bounds=bo1, method="highs")
     r2 = linprog(c2, A_ub=A2, b_ub=b2, bounds=bo2, method="highs")
     assert r1.status == r2.status == 0 and np.array_equal(r1.x, r2.x)
+
+
+@pytest.mark.parametrize("make", [GavelFIFO, lambda: GavelRounds("maxmin-blind", solver="waterfill")])
+def test_a_resumed_jobs_last_micro_task_includes_its_restore_time(make):
+    """A job resumed for its last micro-task pays the restore time before its work: the
+    micro-task's length counts it (both forms; without it the job outlived its last
+    micro-task, an internal error, on both backends)."""
+    jobs = make_jobs([391, 819, 880, 948, 999, 1854, 1909], [244, 1333, 2841, 1898, 1113, 2985, 1850],
+                     [4, 1, 2, 4, 4, 2, 2])
+    ref, out = same(jobs, ReplayCluster.uniform(1, 4), make, restore_s=10.0)
+    assert out.preemptions.sum() > 0   # resumes happened, and so did their restores
+    work = np.array([244, 1333, 2841, 1898, 1113, 2985, 1850])
+    span = out.finish_s - out.start_s
+    assert np.all(span >= work + 10.0 * out.preemptions)   # each resume paid its 10 s
+    assert np.all(span[out.preemptions == 0] == work[out.preemptions == 0])

@@ -597,14 +597,18 @@ cdef inline void _plan_preempts(RoundsState* s) noexcept nogil:
 cdef inline int _plan_starts(RoundsState* s, double T) noexcept nogil:
     """Schedule step 5: start the chosen jobs not running there; each one's steps and end this round."""
     cdef Py_ssize_t k
-    cdef int64_t j, t, length, rem, now = s.now, TT = s.T
+    cdef int64_t j, t, length, rem, restore, now = s.now, TT = s.T
     cdef double r, full, steps, sp
     for k in range(s.nchosen):
         if not s.cr[k]:
             continue
         j = s.cj[k]
         t = s.ct[k]
+        # The restore time ahead of its work (as gavel_rounds.py): a start pays it when the
+        # job ran before; a running job what is left of it.
+        restore = s.overhead[j]
         if s.status[j] != JOB_RUN or s.jtype[j] != t:
+            restore = s.restore_ns if s.first[j] >= 0 else 0
             if s.free_t[t] < s.gpus[j] or not s.speed[j * TT + t] > 0:
                 s.err = E_NOFIT
                 s.err_job = j
@@ -619,7 +623,7 @@ cdef inline int _plan_starts(RoundsState* s, double T) noexcept nogil:
         steps = full if full <= s.steps_left[j] else s.steps_left[j]
         if steps == s.steps_left[j]:               # its last: ends with its work on our clock
             rem = s.rem[j] if s.rem[j] > 0 else 0
-            length = rem if sp == 1.0 else <int64_t> ceil(<double>rem / sp)
+            length = restore + (rem if sp == 1.0 else <int64_t> ceil(<double>rem / sp))
             s.is_last[j] = 1
         else:
             length = <int64_t> rint(full / r * 1e9)

@@ -226,6 +226,14 @@ class JobView:
         return max(int(st.rem[self._id]), 0)
 
     @property
+    def restore_left_ns(self) -> int:
+        """Restore time a running job still pays before its work progresses again, ns; 0 when
+        it is not running (oracle only: it tells when the job will finish)."""
+        st = self._st
+        _oracle_only(st, "job.restore_left_ns")
+        return int(st.overhead[self._id]) if self._run else 0
+
+    @property
     def remaining_s(self) -> float:
         """Work left, s (oracle only)."""
         _oracle_only(self._st, "job.remaining_s")
@@ -350,6 +358,9 @@ class View:
         Free milli-GPU of every GPU.
     cluster, jobs : read-only copies of the replay's cluster and job list (static data, e.g.
         the speed matrix; see :class:`JobsView`).
+    restore_ns : int
+        The replay's checkpoint-restore time, ns: a job started again after a preemption
+        (or moved to other GPUs) pays it before its work progresses.
     """
 
     def __init__(self, state, queue, running):
@@ -361,6 +372,7 @@ class View:
         self.cluster = state.policy_cluster
         self.jobs = state.policy_jobs
         self.free_gpus = int(np.count_nonzero(state.free == 1000))
+        self.restore_ns = state.restore_ns
 
     @property
     def free_by_type(self) -> dict:

@@ -309,14 +309,15 @@ class GavelRounds(Policy):
             chosen.append((j, t, j in self.alloc))
         return chosen
 
-    def _micro_task(self, j, t, T, view_job, speed):
-        """Gavel's micro-task of job ``j`` on type ``t`` from ``T`` (s): ``(steps, end s, ns)``."""
+    def _micro_task(self, j, t, T, view_job, speed, restore_ns):
+        """Gavel's micro-task of job ``j`` on type ``t`` from ``T`` (s): ``(steps, end s, ns)``;
+        ``restore_ns``: the restore time the job pays first (its start now, or what is left)."""
         r = self.thr[j][t]
         full = float(int(r * self.iteration_s))
         steps = min(full, self.steps_left[j])
         if steps == self.steps_left[j]:           # its last: ends with its work on our clock
             rem = view_job.remaining_ns
-            length = rem if speed == 1.0 else math.ceil(rem / speed)
+            length = restore_ns + (rem if speed == 1.0 else math.ceil(rem / speed))
         else:
             length = round(full / r * NS)
         return steps, T + steps / r, length
@@ -379,10 +380,17 @@ class GavelRounds(Policy):
         speed = view.jobs.speed
         for j, t in run.items():
             job = present[j]
-            if (not job.running or self.names[t] != job.gpu_type) and not plan.start(job, gpu_type=self.names[t]):
+            starts = not job.running or self.names[t] != job.gpu_type
+            if starts and not plan.start(job, gpu_type=self.names[t]):
                 raise RuntimeError(f"GavelRounds: job {j} does not fit on {self.names[t]} (internal error)")
+            # The restore time ahead of its work (our engine's; Gavel's simulator has none): a
+            # start pays it when the job ran before (running now, or preempted since).
+            if starts:
+                restore = view.restore_ns if job.running or job.preemptions > 0 else 0
+            else:
+                restore = job.restore_left_ns
             sp = 1.0 if speed is None else float(speed[j, t])
-            steps, end, length = self._micro_task(j, t, T, job, sp)
+            steps, end, length = self._micro_task(j, t, T, job, sp, restore)
             self.round_steps[j] = (t, steps, end)
             self.round_jobs[j] = now + length
             if steps == self.steps_left[j]:
