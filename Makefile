@@ -87,10 +87,8 @@ chromium:
 XDIST  ?= -n 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
-# --dist loadgroup: the tests of one notebook in the exercise harness share a worker
-# (xdist_group), so each notebook runs once; the other tests are spread as by --dist load.
 unit: build
-	MAGNUM_REQUIRE_COMPILED=1 $(PYTEST) $(if $(XDIST),$(XDIST) --dist loadgroup,) tests --ignore=tests/browser
+	MAGNUM_REQUIRE_COMPILED=1 $(PYTEST) $(XDIST) tests --ignore=tests/browser
 
 # The pure-Python backend needs no compile. Tests marked `kernel` (they compare a
 # compiled kernel with its reference, or need the compiled backend) ran in `unit`, and

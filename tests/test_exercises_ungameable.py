@@ -21,8 +21,7 @@ The same run holds notebooks/INSTRUCTOR.md to what each notebook prints
 (:func:`test_the_guide_quotes_what_the_notebook_prints`), and checks the notebook's own figures
 after every cell (:func:`test_notebook_figures_keep_legends_off_the_data`, the hook of
 tests/test_widgets_notebook_figures.py): every notebook runs once for all of these, and
-the tests of one notebook share a worker (``xdist_group``; ``make unit`` runs
-``--dist loadgroup``).
+a run is shared by the session's workers (a file per notebook, behind a lock).
 """
 from __future__ import annotations
 
@@ -270,7 +269,12 @@ def _execute(path: Path):
 
 
 @pytest.fixture(scope="module")
-def solutions_env():
+def solutions_env(tmp_path_factory):
+    global _SHARED
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker has its own folder in the session's: share the session's.
+    _SHARED = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "notebook-runs"
+    _SHARED.mkdir(exist_ok=True)
     old = os.environ.get("MAGNUM_NB_SOLUTIONS")
     os.environ["MAGNUM_NB_SOLUTIONS"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -284,11 +288,12 @@ def solutions_env():
 _RESULTS: dict[str, list[dict]] = {}
 _PRINTED: dict[str, str] = {}     # everything a notebook printed in that run, by notebook
 _FIGURES: dict[str, list[str]] = {}   # the figure hook's findings in that run, by notebook
+_SHARED = Path()   # the session's folder of notebook runs (set by solutions_env)
 
 
 TRACE_NOTEBOOKS = ("10",)   # as in the Makefile: they read the public traces
-#: One parameter per notebook; a notebook's tests run on one worker, which runs it once.
-ONE_RUN_EACH = [pytest.param(p, id=p.stem[:2], marks=pytest.mark.xdist_group(p.stem)) for p in NOTEBOOKS]
+#: One parameter per notebook (its tests share one run of it: :func:`_one_run`).
+ONE_RUN_EACH = [pytest.param(p, id=p.stem[:2]) for p in NOTEBOOKS]
 
 
 def _records(path: Path) -> list[dict]:
@@ -303,8 +308,23 @@ def _records(path: Path) -> list[dict]:
         if missing is not None:
             pytest.skip(missing)
     if path.stem not in _RESULTS:
-        _RESULTS[path.stem] = list(_execute(path))
+        _RESULTS[path.stem], _PRINTED[path.stem], _FIGURES[path.stem] = _one_run(path)
     return _RESULTS[path.stem]
+
+
+def _one_run(path: Path):
+    """The notebook's one run in this test session, whichever worker asks first: the others
+    wait on the lock and read what it wrote (records, printed text, figure findings)."""
+    import filelock
+
+    out = _SHARED / f"{path.stem}.json"
+    with filelock.FileLock(f"{out}.lock"):
+        if not out.exists():
+            records = list(_execute(path))
+            out.write_text(json.dumps({"records": records, "printed": _PRINTED[path.stem],
+                                       "figures": _FIGURES[path.stem]}), encoding="utf-8")
+        run = json.loads(out.read_text(encoding="utf-8"))
+    return run["records"], run["printed"], run["figures"]
 
 
 @pytest.mark.parametrize("path", ONE_RUN_EACH)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import gc
 import io
 import json
 import signal
@@ -54,7 +55,11 @@ def _run(argv):
 
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, LIMIT_S)
+    callbacks = list(gc.callbacks)
     if ctrl_c is not None:
+        # A KeyboardInterrupt raised inside a gc callback (Hypothesis registers one) is
+        # "ignored" by Python, as in any callback: the case would look like a hang.
+        gc.callbacks.clear()
         ctrl_c.start()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -68,6 +73,7 @@ def _run(argv):
         signal.signal(signal.SIGALRM, old)
         if ctrl_c is not None:
             ctrl_c.cancel()
+            gc.callbacks[:] = callbacks
     o, e = out.getvalue(), err.getvalue()
     if "Traceback" in e:
         return "traceback", e[-300:]
