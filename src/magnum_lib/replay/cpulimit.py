@@ -70,8 +70,8 @@ class _Timer:
 def _raise_in(thread_id, exc) -> None:
     """Raise ``exc`` in thread ``thread_id`` at its next bytecode check.
 
-    Never called with NULL to cancel: CPython (3.11) then keeps its eval breaker set, and the
-    thread runs several times slower from then on."""
+    Never called with NULL to cancel: CPython (3.11) then keeps its eval breaker set, and a
+    traced call (Hypothesis, coverage, a debugger) loops on its first instruction forever."""
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))
 
 
