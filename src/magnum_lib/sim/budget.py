@@ -37,10 +37,14 @@ CHUNK_S, CHUNK_NODE_S = 50e-6, 400e-9  # digest chunks: 1,000 chunks x 5,000 nod
 GOSSIP_S, GOSSIP_NODE_S = 300e-9, 35e-9  # 1 M ticks x 32 nodes took ~1.2 s
 ROUND_S = 800e-9  # an overloaded region's rounds: 5 M rounds of 100 ns took ~4 s
 START_S = 1.0  # imports and the summary
-PYTHON_SLOWDOWN = 60.0  # the pure-Python core, per request-path event (classroom, 2 s: 2.8 s for 9.8 k requests)
+# The pure-Python core, per request-path event. It was 60 (classroom, 2 s: 2.8 s for 9.8 k
+# requests); the readable core got faster since (the region preset, 0.2 s, 162 k requests: 5.4 s
+# where 60x priced 37 s), so 30 sits between the two.
+PYTHON_SLOWDOWN = 30.0
 # An overloaded round walks every waiting request; in Python that walk dominates: classroom at
-# load 10 with 10 us rounds for 0.5 s ran past 250 s where 60x the compiled price gives 2.4 s.
-PYTHON_OVERLOAD_ROUND = 100.0
+# load 10 with 10 us rounds for 0.5 s ran past 250 s where 60x the compiled price gives 2.4 s
+# (so 6000x the compiled price in all: PYTHON_SLOWDOWN x this).
+PYTHON_OVERLOAD_ROUND = 200.0
 
 
 @dataclass(frozen=True)
